@@ -1,0 +1,347 @@
+"""Data roles, column types and the single encoding pass every measure reads (SPEC section 1).
+
+A table is encoded once: each column becomes integer codes (``-1`` = missing), numeric columns
+also keep their float values, and a missing mask. Several tables (original, released, control,
+identification) are encoded *jointly*, so that equal values get equal codes across tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError, InputError, where
+
+
+class ColumnType(str, Enum):
+    """The type of a column, decided once (config) or inferred and then recorded."""
+
+    CONTINUOUS = "continuous"
+    INTEGER = "integer"
+    CATEGORICAL = "categorical"
+    BOOLEAN = "boolean"
+    DATETIME = "datetime"
+
+    @property
+    def is_numeric(self) -> bool:
+        return self in (ColumnType.CONTINUOUS, ColumnType.INTEGER)
+
+
+class MissingPolicy(str, Enum):
+    """How equivalence-class measures treat missing key values (SPEC 1 and 3.2)."""
+
+    OWN = "own"  # missing is its own value (riskgate's default)
+    WILDCARD = "wildcard"  # missing matches anything (sdcMicro freqCalc / ARX), weighted by alpha
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Column roles of a table (SPEC section 1).
+
+    Attributes:
+        quasi_identifiers: what an attacker may know (sdcMicro's key variables).
+        sensitive: attributes that must not be inferred (l-diversity, t-closeness, secrets).
+        weight: sample weight column: each record stands for ``w`` population records.
+        household: household / cluster id column.
+        direct_identifiers: columns that must never appear in a released table.
+        types: explicit column types; every other used column's type is inferred.
+    """
+
+    quasi_identifiers: tuple[str, ...]
+    sensitive: tuple[str, ...] = ()
+    weight: str | None = None
+    household: str | None = None
+    direct_identifiers: tuple[str, ...] = ()
+    types: Mapping[str, ColumnType] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        seen: dict[str, str] = {}
+        for role, cols in self.assignments():
+            for col in cols:
+                if col in seen and seen[col] != role:
+                    raise ConfigError(
+                        f"column '{col}' is given two roles ({seen[col]} and {role}); "
+                        "give each column one role in the config"
+                    )
+                if col in seen:
+                    raise ConfigError(
+                        f"column '{col}' is listed twice as {role}; list it once"
+                    )
+                seen[col] = role
+        for col, typ in self.types.items():
+            if not isinstance(typ, ColumnType):
+                raise ConfigError(f"column '{col}': unknown type {typ!r}")
+
+    def assignments(self) -> list[tuple[str, tuple[str, ...]]]:
+        return [
+            ("quasi_identifiers", tuple(self.quasi_identifiers)),
+            ("sensitive", tuple(self.sensitive)),
+            ("weight", (self.weight,) if self.weight else ()),
+            ("household", (self.household,) if self.household else ()),
+            ("direct_identifiers", tuple(self.direct_identifiers)),
+        ]
+
+    @property
+    def measured_columns(self) -> tuple[str, ...]:
+        """Columns the measures read (QIs, sensitive, weight, household)."""
+        cols = list(self.quasi_identifiers) + list(self.sensitive)
+        cols += [c for c in (self.weight, self.household) if c]
+        return tuple(cols)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, object]) -> Roles:
+        """Build roles from a config mapping (keys as the attributes, or 'qi' for short)."""
+        known = {"quasi_identifiers", "qi", "sensitive", "weight", "household",
+                 "direct_identifiers", "types"}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(
+                f"unknown role(s) {sorted(unknown)}; known roles are {sorted(known - {'qi'})}"
+            )
+        qi = data.get("quasi_identifiers", data.get("qi", ()))
+        types_raw = data.get("types") or {}
+        if not isinstance(types_raw, Mapping):
+            raise ConfigError("'types' must map column names to a type")
+        types = {}
+        for col, typ in types_raw.items():
+            try:
+                types[str(col)] = ColumnType(str(typ))
+            except ValueError:
+                raise ConfigError(
+                    f"column '{col}': unknown type '{typ}'; use one of "
+                    f"{[t.value for t in ColumnType]}"
+                ) from None
+        return cls(
+            quasi_identifiers=_as_tuple(qi, "quasi_identifiers"),
+            sensitive=_as_tuple(data.get("sensitive", ()), "sensitive"),
+            weight=_as_opt_str(data.get("weight")),
+            household=_as_opt_str(data.get("household")),
+            direct_identifiers=_as_tuple(data.get("direct_identifiers", ()), "direct_identifiers"),
+            types=types,
+        )
+
+
+def _as_tuple(value: object, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    if isinstance(value, Sequence):
+        return tuple(str(v) for v in value)
+    raise ConfigError(f"'{name}' must be a list of column names")
+
+
+def _as_opt_str(value: object) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+def infer_type(series: pd.Series) -> ColumnType:
+    """Infer a column's type from its pandas dtype and values.
+
+    Floats whose non-missing values are all whole numbers are integers (pandas reads integer
+    columns with missing values as float).
+    """
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return ColumnType.BOOLEAN
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return ColumnType.DATETIME
+    if pd.api.types.is_integer_dtype(dtype):
+        return ColumnType.INTEGER
+    if pd.api.types.is_float_dtype(dtype):
+        values = series.to_numpy(dtype=float, na_value=np.nan)
+        finite = values[np.isfinite(values)]
+        if finite.size and np.all(finite == np.round(finite)):
+            return ColumnType.INTEGER
+        return ColumnType.CONTINUOUS
+    return ColumnType.CATEGORICAL
+
+
+@dataclass(frozen=True)
+class EncodedColumn:
+    """One encoded column.
+
+    Attributes:
+        codes: int32 codes, ``-1`` where missing; codes are ordered by value for numeric columns.
+        categories: the label of each code (shared across jointly encoded tables).
+        values: float64 values for numeric columns (NaN where missing), else None.
+        missing: boolean mask of missing values.
+    """
+
+    name: str
+    type: ColumnType
+    codes: np.ndarray
+    categories: np.ndarray
+    values: np.ndarray | None
+    missing: np.ndarray
+
+    @property
+    def n_categories(self) -> int:
+        return int(len(self.categories))
+
+
+@dataclass(frozen=True)
+class EncodedTable:
+    """A table after the encoding pass: what every measure reads."""
+
+    name: str
+    n: int
+    columns: Mapping[str, EncodedColumn]
+    roles: Roles
+    inferred_types: Mapping[str, str]
+
+    def column(self, name: str) -> EncodedColumn:
+        try:
+            return self.columns[name]
+        except KeyError:
+            raise InputError(
+                f"{where(self.name, name)} was not encoded; add it to the roles in the config"
+            ) from None
+
+    def codes(self, names: Sequence[str]) -> np.ndarray:
+        """The (n, len(names)) int32 code matrix of the given columns."""
+        if not names:
+            return np.empty((self.n, 0), dtype=np.int32)
+        return np.column_stack([self.column(c).codes for c in names])
+
+    def weights(self) -> np.ndarray | None:
+        if not self.roles.weight:
+            return None
+        col = self.column(self.roles.weight)
+        assert col.values is not None
+        return col.values
+
+
+def check_columns(df: pd.DataFrame, columns: Sequence[str], table: str, role: str = "") -> None:
+    """Raise InputError naming the table and column when a configured column is absent."""
+    if df.columns.duplicated().any():
+        dups = sorted(set(df.columns[df.columns.duplicated()].astype(str)))
+        raise InputError(
+            f"{where(table)} has duplicate column names {dups}; rename them so each is unique"
+        )
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        have = ", ".join(map(str, df.columns[:20]))
+        raise InputError(
+            f"{where(table, missing[0])} is configured{(' as ' + role) if role else ''} but "
+            f"absent (missing: {missing}); the table has: {have}. Fix the column name in the "
+            "config or the file"
+        )
+
+
+def _numeric_values(series: pd.Series, table: str, col: str) -> np.ndarray:
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return series.astype(float).to_numpy()
+    if not (pd.api.types.is_numeric_dtype(series.dtype)):
+        converted = pd.to_numeric(series, errors="coerce")
+        bad = converted.isna() & series.notna()
+        if bad.any():
+            rows = np.flatnonzero(bad.to_numpy())[:5].tolist()
+            raise InputError(
+                f"{where(table, col)} is declared numeric but {int(bad.sum())} value(s) are not "
+                f"numbers (rows {rows}); fix the data or declare the column categorical"
+            )
+        series = converted
+    return series.to_numpy(dtype=float, na_value=np.nan)
+
+
+def encode_tables(
+    frames: Mapping[str, pd.DataFrame],
+    roles: Roles,
+    columns: Sequence[str] | None = None,
+    required: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, EncodedTable]:
+    """Encode several tables jointly (one pass per column over all of them).
+
+    Args:
+        frames: table name -> DataFrame (e.g. ``{"released": df}``).
+        roles: the column roles; explicit types are taken from ``roles.types``.
+        columns: columns to encode; default ``roles.measured_columns`` present in each table.
+        required: table name -> columns that must be present there (default: every encoded
+            column in every table).
+
+    Returns:
+        table name -> EncodedTable, codes shared across tables.
+
+    Raises:
+        InputError: empty table, absent or duplicate column, non-numeric or non-positive weight.
+    """
+    cols = list(columns) if columns is not None else list(roles.measured_columns)
+    for name, df in frames.items():
+        if len(df) == 0:
+            raise InputError(f"{where(name)} is empty (0 rows); check the file and its filters")
+        need = cols if required is None else list(required.get(name, ()))
+        check_columns(df, need, name)
+
+    encoded: dict[str, dict[str, EncodedColumn]] = {name: {} for name in frames}
+    inferred: dict[str, str] = {}
+    for col in cols:
+        present = {name: df[col] for name, df in frames.items() if col in df.columns}
+        if not present:
+            continue
+        explicit = roles.types.get(col)
+        if explicit is not None:
+            typ = explicit
+        else:
+            typ = infer_type(next(iter(present.values())))
+            inferred[col] = typ.value
+        if col == roles.weight:
+            typ = ColumnType.CONTINUOUS
+        names = list(present)
+        lengths = [len(s) for s in present.values()]
+        if typ.is_numeric:
+            parts = [_numeric_values(s, name, col) for name, s in present.items()]
+            values_all = np.concatenate(parts)
+            codes_all, uniques = pd.factorize(values_all, sort=True, use_na_sentinel=True)
+            categories = np.asarray(uniques)
+        else:
+            joined = pd.concat(list(present.values()), ignore_index=True)
+            if isinstance(joined.dtype, pd.CategoricalDtype):
+                joined = joined.astype(object)
+            codes_all, uniques = pd.factorize(joined, sort=False, use_na_sentinel=True)
+            categories = np.asarray(uniques, dtype=object)
+            values_all = None
+        codes_all = np.asarray(codes_all, dtype=np.int32)
+        offsets = np.cumsum([0] + lengths)
+        for i, name in enumerate(names):
+            sl = slice(offsets[i], offsets[i + 1])
+            codes = codes_all[sl]
+            values = values_all[sl] if values_all is not None else None
+            encoded[name][col] = EncodedColumn(
+                name=col, type=typ, codes=codes, categories=categories, values=values,
+                missing=codes < 0,
+            )
+        if col == roles.weight:
+            for name in names:
+                _check_weights(encoded[name][col], name)
+    return {
+        name: EncodedTable(name=name, n=len(frames[name]), columns=encoded[name], roles=roles,
+                           inferred_types=dict(inferred))
+        for name in frames
+    }
+
+
+def encode_table(df: pd.DataFrame, roles: Roles, name: str = "table") -> EncodedTable:
+    """Encode one table (see :func:`encode_tables`)."""
+    return encode_tables({name: df}, roles)[name]
+
+
+def _check_weights(col: EncodedColumn, table: str) -> None:
+    values = col.values
+    assert values is not None
+    bad_missing = np.flatnonzero(np.isnan(values))
+    if bad_missing.size:
+        raise InputError(
+            f"{where(table, col.name)}: {bad_missing.size} sample weight(s) are missing "
+            f"(rows {bad_missing[:5].tolist()}); every record needs a positive weight"
+        )
+    bad = np.flatnonzero(values <= 0)
+    if bad.size:
+        raise InputError(
+            f"{where(table, col.name)}: {bad.size} sample weight(s) are zero or negative "
+            f"(rows {bad[:5].tolist()}); weights must be > 0 (a record stands for w people)"
+        )

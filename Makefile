@@ -18,7 +18,8 @@ test: env
 	$(PY) -m pytest -q tests
 
 demo: env
-	$(VENV)/bin/riskgate gate --config examples/gate.yaml
+	$(VENV)/bin/riskgate example build/demo
+	$(VENV)/bin/riskgate gate --config examples/gate.yaml || [ $$? -le 2 ]
 
 bench: env
 	$(PY) bench/run_all.py

@@ -1,0 +1,315 @@
+"""The ``riskgate`` command line.
+
+    riskgate measure TABLE --qi A,B,C [--sensitive S] [--weight W] [--population TABLE] ...
+    riskgate gate --config gate.yaml [--dask-address tcp://host:8786 | --dask-local N]
+    riskgate report RUN_DIR
+    riskgate serve [--cron "0 2 * * *"]
+    riskgate emit-anonymized --release ID --config URL [--original URL] [--released URL]
+    riskgate example OUT_DIR
+
+Exit codes of ``gate``: 0 approved, 1 rejected, 2 needs review, 3 error (also for bad input).
+Prefect is imported only by the commands that orchestrate (gate, serve, emit-anonymized).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from riskcore.errors import RiskgateError
+
+console = Console(stderr=True)
+out = Console()
+
+EXIT_ERROR = 3
+
+
+def _csv_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="riskgate",
+        description="Measure re-identification risk of released tables and gate their release.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    m = sub.add_parser("measure", help="equivalence-class risk measures on one table",
+                       description="k-anonymity, prosecutor/journalist/marketer risk, "
+                       "l-diversity and t-closeness of one table (CSV, Parquet, JSON lines; any "
+                       "fsspec URL).")
+    m.add_argument("table", help="path or fsspec URL of the released table")
+    m.add_argument("--config", help="YAML file with the same settings (flags override it)")
+    m.add_argument("--qi", type=_csv_list, help="quasi-identifier columns, comma-separated")
+    m.add_argument("--sensitive", type=_csv_list, default=None,
+                   help="sensitive columns (l-diversity, t-closeness)")
+    m.add_argument("--weight", help="sample weight column (Fk = sum of weights)")
+    m.add_argument("--household", help="household id column")
+    m.add_argument("--population", help="identification (population) table: Fk from it")
+    m.add_argument("--threshold", type=float, default=None,
+                   help="risk threshold T for records at risk (default 0.1)")
+    m.add_argument("--missing", choices=["own", "wildcard"], default=None,
+                   help="missing key values: own value (default) or wildcard (sdcMicro/ARX)")
+    m.add_argument("--alpha", type=float, default=None,
+                   help="wildcard weight of NA-bearing keys (sdcMicro alpha, default 1)")
+    m.add_argument("--ks", type=lambda s: [int(x) for x in _csv_list(s)], default=None,
+                   help="k levels for violation counts (default 2,3,5,10)")
+    m.add_argument("--l-c", type=float, default=None, dest="l_c",
+                   help="recursive (c,l)-diversity constant (default 2)")
+    m.add_argument("--encoding", default=None, help="CSV encoding (default utf-8; 'auto')")
+    m.add_argument("--json", dest="json_out", help="write all results as JSON to this file "
+                   "('-' for standard output)")
+    m.add_argument("--per-record", dest="per_record", help="write per-record values (Parquet)")
+
+    g = sub.add_parser("gate", help="run the release gate (Prefect flow) on a gate config",
+                       description="Run the release gate locally: Prefect's ephemeral API, no "
+                       "server needed. Exit code 0 approved, 1 rejected, 2 needs review, "
+                       "3 error.")
+    g.add_argument("--config", required=True, help="gate YAML file (see examples/gate.yaml)")
+    g.add_argument("--dask-address", help="run the measure tasks on this Dask scheduler")
+    g.add_argument("--dask-local", type=int, metavar="N",
+                   help="start a local Dask cluster with N workers for the measure tasks")
+    g.add_argument("--json", action="store_true", help="print the outcome as JSON")
+
+    r = sub.add_parser("report", help="re-render report.html from a run folder's JSON outputs")
+    r.add_argument("run_dir", help="folder holding decision.json (local path or fsspec URL)")
+    r.add_argument("--out", help="where to write the HTML (default RUN_DIR/report.rerendered.html)")
+
+    s = sub.add_parser("serve", help="serve the gate's deployments (schedule + event trigger)")
+    s.add_argument("--config", required=True,
+                   help="default gate config (path or URL) for scheduled runs")
+    s.add_argument("--cron", default="0 2 * * *", help="schedule of the nightly re-check")
+    s.add_argument("--limit", type=int, default=5, help="gate runs at once (seed 001: 5)")
+
+    e = sub.add_parser("emit-anonymized",
+                       help="emit riskgate.anonymization.completed (triggers a gate run)")
+    e.add_argument("--release", required=True, help="release id")
+    e.add_argument("--config", required=True, help="gate config URL the run starts from")
+    e.add_argument("--original", help="URL of the original table (overrides the config)")
+    e.add_argument("--released", "--url", dest="released",
+                   help="URL of the released table (overrides the config)")
+    e.add_argument("--output", help="output URL (overrides the config)")
+
+    x = sub.add_parser("example", help="write the demo's example data (deterministic)")
+    x.add_argument("out_dir", help="folder for original.csv and released.csv")
+    x.add_argument("--rows", type=int, default=6000)
+    x.add_argument("--seed", type=int, default=2026)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"measure": cmd_measure, "gate": cmd_gate, "report": cmd_report,
+                "serve": cmd_serve, "emit-anonymized": cmd_emit,
+                "example": cmd_example}[args.command](args)
+    except RiskgateError as exc:
+        console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}")
+        return EXIT_ERROR
+
+
+# ---------------------------------------------------------------- measure
+def _measure_settings(args: argparse.Namespace) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    if args.config:
+        import yaml
+
+        settings = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) or {}
+    for key in ("qi", "sensitive", "weight", "household", "population", "threshold", "missing",
+                "alpha", "ks", "l_c", "encoding"):
+        value = getattr(args, key)
+        if value is not None:
+            settings[key] = value
+    return settings
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from riskcore import (Roles, encode_tables, frequencies, k_anonymity, l_diversity,
+                          reidentification_risk, t_closeness)
+    from riskcore.errors import ConfigError
+    from riskcore.gate import per_record_parquet, versions
+    from riskcore.results import to_jsonable
+    from riskcore.tableio import coerce_types, read_table
+
+    st = _measure_settings(args)
+    if not st.get("qi"):
+        raise ConfigError("name the quasi-identifiers with --qi A,B,C (or 'qi:' in --config)")
+    roles = Roles.from_mapping({"qi": st["qi"], "sensitive": st.get("sensitive") or (),
+                                "weight": st.get("weight"), "household": st.get("household")})
+    timings: dict[str, float] = {}
+    with console.status("reading tables...") as status:
+        t0 = time.perf_counter()
+        frames, infos = {}, []
+        for name, url in (("released", args.table), ("population", st.get("population"))):
+            if not url:
+                continue
+            status.update(f"reading {name}: {url}")
+            df, info = read_table(url, name=name, encoding=st.get("encoding", "utf-8"))
+            frames[name] = coerce_types(df, roles.types, name)
+            infos.append(info)
+        timings["load"] = time.perf_counter() - t0
+        status.update("encoding...")
+        t0 = time.perf_counter()
+        required = {"released": list(roles.measured_columns),
+                    "population": list(roles.quasi_identifiers)}
+        enc = encode_tables(frames, roles, required=required)
+        timings["encode"] = time.perf_counter() - t0
+        results = {}
+        status.update("equivalence classes...")
+        t0 = time.perf_counter()
+        freq = frequencies(enc["released"], population=enc.get("population"),
+                           missing=st.get("missing", "own"), alpha=float(st.get("alpha", 1.0)))
+        results["k_anonymity"] = k_anonymity(freq, st.get("ks", (2, 3, 5, 10)))
+        results["reid"] = reidentification_risk(freq, float(st.get("threshold", 0.1)))
+        if roles.sensitive:
+            status.update("l-diversity and t-closeness...")
+            results["l_diversity"] = l_diversity(enc["released"], c=float(st.get("l_c", 2.0)))
+            results["t_closeness"] = t_closeness(enc["released"])
+        timings["measures"] = time.perf_counter() - t0
+
+    _print_results(results)
+    if args.json_out:
+        doc = to_jsonable({"schema": "riskgate.measures/1", "inputs": [i.to_dict() for i in infos],
+                           "measures": [r.to_dict() for r in results.values()],
+                           "versions": versions(), "timings": timings})
+        text = json.dumps(doc, indent=2)
+        if args.json_out == "-":
+            print(text)
+        else:
+            Path(args.json_out).write_text(text, encoding="utf-8")
+            console.print(f"JSON written to {args.json_out}")
+    if args.per_record:
+        Path(args.per_record).write_bytes(per_record_parquet(results, enc["released"].n))
+        console.print(f"per-record values written to {args.per_record}")
+    del np
+    return 0
+
+
+def _print_results(results: dict[str, Any]) -> None:
+    for name, res in results.items():
+        table = Table(title=name, show_header=True, header_style="bold")
+        table.add_column("figure")
+        table.add_column("value", justify="right")
+        table.add_column("direction")
+        for key, value in res.figures.items():
+            txt = "n/a" if value is None else (f"{value:.6g}" if isinstance(value, float)
+                                               else str(value))
+            direction = res.higher_is_riskier.get(key)
+            table.add_row(key, txt, "" if direction is None else
+                          ("higher = riskier" if direction else "lower = riskier"))
+        if res.status.value != "ok":
+            table.caption = f"{res.status.value}: {res.reason}"
+        out.print(table)
+
+
+# ---------------------------------------------------------------- gate
+def cmd_gate(args: argparse.Namespace) -> int:
+    from riskcore.gateconfig import load_gate_config
+
+    cfg = load_gate_config(args.config)
+    from flows.release_gate import release_gate
+
+    flow_fn = release_gate
+    cluster = None
+    if args.dask_address or args.dask_local:
+        from prefect_dask import DaskTaskRunner
+
+        if args.dask_address:
+            runner = DaskTaskRunner(address=args.dask_address)
+        else:
+            runner = DaskTaskRunner(cluster_class="distributed.LocalCluster",
+                                    cluster_kwargs={"n_workers": args.dask_local,
+                                                    "threads_per_worker": 1})
+        flow_fn = release_gate.with_options(task_runner=runner)
+    console.print(f"release gate [bold]{cfg.release_id}[/]: running...")
+    outcome = flow_fn(config=cfg, config_name=cfg.release_id)
+    del cluster
+    if args.json:
+        print(json.dumps(outcome, indent=2, default=str))
+    else:
+        colour = {"APPROVED": "green", "NEEDS_REVIEW": "yellow", "REJECTED": "red"}.get(
+            outcome["verdict"], "magenta")
+        out.print(f"\nverdict: [bold {colour}]{outcome['verdict']}[/]")
+        for reason in outcome.get("reasons", [])[:15]:
+            out.print(f"  - {reason}")
+        out.print(f"decision: {outcome['decision_url']}")
+        if outcome.get("report_url"):
+            out.print(f"report:   {outcome['report_url']}")
+    return int(outcome["exit_code"])
+
+
+# ---------------------------------------------------------------- report
+def cmd_report(args: argparse.Namespace) -> int:
+    import fsspec
+
+    from riskcore.gate import report_html
+    from riskcore.tableio import join_url
+
+    def read_json(name: str) -> Any:
+        url = join_url(args.run_dir, name)
+        try:
+            with fsspec.open(url, "r", encoding="utf-8") as fh:
+                return json.load(fh)
+        except FileNotFoundError:
+            return None
+
+    decision = read_json("decision.json")
+    if decision is None:
+        from riskcore.errors import InputError
+
+        raise InputError(f"no decision.json in '{args.run_dir}': not a finished gate run")
+    measures = (read_json("measures.json") or {}).get("measures", [])
+    html = report_html(decision, measures, read_json("validation.json"))
+    target = args.out or join_url(args.run_dir, "report.rerendered.html")
+    with fsspec.open(target, "wb") as fh:
+        fh.write(html)
+    out.print(f"report written to {target}")
+    return 0
+
+
+# ---------------------------------------------------------------- serve / emit
+def cmd_serve(args: argparse.Namespace) -> int:
+    from prefect import serve
+
+    from flows.deploy import build_deployments
+
+    serve(*build_deployments(args.config, cron=args.cron), limit=args.limit)
+    return 0
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    from prefect.events import emit_event
+
+    payload = {"release_id": args.release, "config": args.config}
+    for key in ("original", "released", "output"):
+        value = getattr(args, key)
+        if value:
+            payload[key] = value
+    event = emit_event(event="riskgate.anonymization.completed",
+                       resource={"prefect.resource.id": f"riskgate.release.{args.release}"},
+                       payload=payload)
+    out.print(f"emitted riskgate.anonymization.completed for {args.release}"
+              + (f" (event {event.id})" if event else ""))
+    return 0
+
+
+def cmd_example(args: argparse.Namespace) -> int:
+    from riskcore.examples import write_example
+
+    paths = write_example(args.out_dir, n=args.rows, seed=args.seed)
+    for name, path in paths.items():
+        out.print(f"{name}: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

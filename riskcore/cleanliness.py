@@ -175,12 +175,13 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
             suite.add_expectation(exp)
         validation = batch.validate(suite, result_format={
             "result_format": "SUMMARY", "partial_unexpected_count": MAX_EXAMPLE_ROWS})
-        by_type_col = {(type(exp).__name__, col): label for label, col, exp in specs}
+        by_type_col = {(type(exp).__name__, col, getattr(exp, "regex", None)): label
+                       for label, col, exp in specs}
         for res in validation.results:
             cfg = res.expectation_config
             col = cfg.kwargs.get("column")
             cls_name = "".join(p.capitalize() for p in cfg.type.split("_"))
-            label = by_type_col.get((cls_name, col), cfg.type)
+            label = by_type_col.get((cls_name, col, cfg.kwargs.get("regex")), cfg.type)
             r = res.result or {}
             rows = tuple(int(i) for i in (r.get("partial_unexpected_index_list") or [])
                          [:MAX_EXAMPLE_ROWS] if isinstance(i, (int, np.integer)))

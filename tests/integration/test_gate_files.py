@@ -1,0 +1,188 @@
+"""The release gate end to end on local files, under Prefect's test harness."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flows.release_gate import release_gate
+from riskcore import Roles, encode_table, frequencies, k_anonymity, reidentification_risk
+from riskcore.data import ColumnType
+from tests.integration.conftest import gate_config
+
+
+def _run_dir(outcome: dict) -> Path:
+    return Path(outcome["folder"])
+
+
+def test_gate_on_local_files_writes_complete_audited_outputs(example_files, tmp_path):
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"))
+    outcome = release_gate(config=cfg, config_name="itest")
+    assert outcome["verdict"] == "APPROVED", outcome["reasons"]
+    run = _run_dir(outcome)
+    assert sorted(p.name for p in run.iterdir()) == [
+        "decision.json", "measures.json", "per_record.parquet", "report.html",
+        "validation.json"]
+    decision = json.loads((run / "decision.json").read_text())
+    assert decision["schema"] == "riskgate.decision/1"
+    assert decision["approved"] is True and decision["seed"] == 11
+    checksums = {i["name"]: i["sha256"] for i in decision["inputs"]}
+    for name in ("original", "released"):
+        expected = hashlib.sha256(example_files[name].read_bytes()).hexdigest()
+        assert checksums[name] == expected
+    assert {"prefect", "great-expectations", "numpy", "pandas"} <= set(decision["versions"])
+    assert decision["flow_run_id"] in str(run)
+
+    # the figures in the outputs are riskcore's on the same data
+    released = pd.read_csv(example_files["released"])
+    table = encode_table(released, Roles(("region", "age", "sex", "education"),
+                                         weight="weight", types={"age": ColumnType.CATEGORICAL}))
+    freq = frequencies(table)
+    expected_reid = reidentification_risk(freq, 0.1).figures
+    measures = {m["measure"]: m for m in json.loads((run / "measures.json").read_text())
+                ["measures"]}
+    for key in ("pRa", "pRb", "pRc", "jRc", "mRc"):
+        assert measures["reid"]["figures"][key] == pytest.approx(expected_reid[key], rel=1e-12)
+    assert measures["k_anonymity"]["figures"]["k"] == k_anonymity(freq).figures["k"]
+    checks = {c["figure"]: c for c in decision["checks"]}
+    assert checks["reid.pRb"]["value"] == pytest.approx(expected_reid["pRb"])
+    assert all(c["verdict"] == "pass" for c in decision["checks"])
+
+    per_record = pd.read_parquet(run / "per_record.parquet")
+    assert len(per_record) == len(released)
+    np.testing.assert_array_equal(per_record["row"], np.arange(len(released)))
+    np.testing.assert_array_equal(per_record["k_anonymity.fk"], freq.fk)
+    html = (run / "report.html").read_text()
+    assert "APPROVED" in html and "itest" in html
+
+
+def test_gate_publishes_artifacts_and_verdict_event(example_files, tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.events.filters import EventFilter, EventNameFilter
+
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), release_id="artifact-check")
+    outcome = release_gate(config=cfg, config_name="artifact-check")
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["riskgate-artifact-check-summary",
+                                        "riskgate-artifact-check-checks",
+                                        "riskgate-artifact-check-report"])))
+        kinds = {a.key: a for a in arts}
+        assert set(kinds) == {"riskgate-artifact-check-summary", "riskgate-artifact-check-checks",
+                              "riskgate-artifact-check-report"}
+        assert "APPROVED" in kinds["riskgate-artifact-check-summary"].data
+        assert outcome["report_url"] in kinds["riskgate-artifact-check-report"].data
+        import time
+
+        events = []
+        for _ in range(30):  # events are delivered asynchronously
+            page = client.read_events(EventFilter(event=EventNameFilter(
+                name=["riskgate.release.approved"])), limit=50)
+            events = [e for e in page.events if e.payload.get("release_id") == "artifact-check"]
+            if events:
+                break
+            time.sleep(0.5)
+        assert events, "no riskgate.release.approved event"
+        assert events[0].resource.id == "riskgate.release.artifact-check"
+        assert events[0].payload["verdict"] == "APPROVED"
+        run = client.read_flow_run(outcome["decision_url"].split("/")[-2])
+        assert run.name == "artifact-check-APPROVED"
+
+
+def _dirty_case(kind: str, files: dict[str, Path], tmp: Path) -> Path:
+    released = files["released"].read_bytes()
+    path = tmp / f"released_{kind}.csv"
+    if kind == "invalid_utf8":
+        lines = released.split(b"\n")
+        lines[5] = lines[5].replace(b"North", b"N\xff\xferth", 1).replace(b"East", b"E\xffst", 1)
+        lines[9] = lines[9].replace(b",F,", b",\xc3(,", 1).replace(b",M,", b",\xc3(,", 1)
+        path.write_bytes(b"\n".join(lines))
+    elif kind == "text_in_number":
+        df = pd.read_csv(files["released"], dtype=str, keep_default_na=False)
+        df.loc[3, "weight"] = "ninety"
+        df.to_csv(path, index=False)
+    elif kind == "missing_qi":
+        df = pd.read_csv(files["released"], dtype=str, keep_default_na=False)
+        df.drop(columns=["education"]).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("kind,column,check", [
+    ("invalid_utf8", None, "characters decodable in the declared encoding"),
+    ("text_in_number", "weight", "values are numbers"),
+    ("missing_qi", "education", "column exists"),
+])
+def test_dirty_data_is_rejected_with_failed_expectations(example_files, tmp_path, kind, column,
+                                                         check):
+    dirty = _dirty_case(kind, example_files, tmp_path)
+    cfg = gate_config(str(example_files["original"]), str(dirty), str(tmp_path / "out"))
+    outcome = release_gate(config=cfg, config_name="dirty")
+    assert outcome["verdict"] == "REJECTED"
+    run = _run_dir(outcome)
+    assert sorted(p.name for p in run.iterdir()) == ["decision.json", "report.html",
+                                                     "validation.json"]
+    validation = json.loads((run / "validation.json").read_text())
+    failed = [c for c in validation["checks"] if not c["success"]]
+    assert failed and all(c["table"] == "released" for c in failed)
+    match = [c for c in failed if c["check"] == check and (column is None or c["column"] == column)]
+    assert match, failed
+    if kind == "text_in_number":
+        assert match[0]["unexpected_count"] == 1 and match[0]["example_rows"] == [3]
+    if kind == "invalid_utf8":
+        assert {c["column"] for c in match} == {"region", "sex"}
+        assert sorted({r for c in match for r in c["example_rows"]}) == [4, 8]
+    decision = json.loads((run / "decision.json").read_text())
+    assert decision["approved"] is False and decision["checks"] == []
+    assert any("data not clean" in r for r in decision["reasons"])
+
+
+def test_sensitive_values_never_reach_validation_outputs(example_files, tmp_path):
+    df = pd.read_csv(example_files["released"], dtype=str, keep_default_na=False)
+    df.loc[2, "diagnosis"] = "SECRET-MARKER-\x07"
+    path = tmp_path / "released_marker.csv"
+    df.to_csv(path, index=False)
+    cfg = gate_config(str(example_files["original"]), str(path), str(tmp_path / "out"))
+    outcome = release_gate(config=cfg, config_name="marker")
+    assert outcome["verdict"] == "REJECTED"
+    for f in _run_dir(outcome).iterdir():
+        assert b"SECRET-MARKER" not in f.read_bytes(), f.name
+
+
+def test_a_measure_that_raises_makes_the_verdict_error(example_files, tmp_path):
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), measures={"k_anonymity": {"ks": [0]}, "reid": {}})
+    outcome = release_gate(config=cfg, config_name="measure-error")
+    assert outcome["verdict"] == "ERROR" and outcome["exit_code"] == 3
+    decision = json.loads((_run_dir(outcome) / "decision.json").read_text())
+    assert decision["approved"] is False
+    errored = [c for c in decision["checks"] if c["verdict"] == "error"]
+    assert errored and "k levels must be >= 1" in errored[0]["message"]
+
+
+def test_missing_input_file_is_an_error_written_down(example_files, tmp_path):
+    cfg = gate_config(str(example_files["original"]), str(tmp_path / "nope.csv"),
+                      str(tmp_path / "out"))
+    outcome = release_gate(config=cfg, config_name="missing-file")
+    assert outcome["verdict"] == "ERROR"
+    decision = json.loads((_run_dir(outcome) / "decision.json").read_text())
+    assert "does not exist" in decision["reasons"][0] and "nope.csv" in decision["reasons"][0]
+
+
+def test_policy_check_on_a_family_not_yet_available_is_not_a_pass(example_files, tmp_path):
+    policy = {"version": 1, "checks": [{"figure": "k_anonymity.k", "min": 1},
+                                       {"figure": "alc.max", "max": 0.5, "review_max": 0.75}]}
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), policy=policy)
+    outcome = release_gate(config=cfg, config_name="planned")
+    assert outcome["verdict"] == "NEEDS_REVIEW"
+    decision = json.loads((_run_dir(outcome) / "decision.json").read_text())
+    alc = [c for c in decision["checks"] if c["figure"] == "alc.max"][0]
+    assert alc["verdict"] == "insufficient" and alc["value"] is None

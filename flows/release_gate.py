@@ -23,7 +23,6 @@ from prefect.futures import wait
 from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
 from riskcore.errors import RiskgateError
 from riskcore.gate import (decision_record, measures_document, measures_to_run, now_iso,
@@ -136,7 +135,7 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
         to_run, unavailable = measures_to_run(cfg, policy)
 
         t0 = time.perf_counter()
-        futures = {name: load_table.submit(quote(cfg), name, quote(options))
+        futures = {name: load_table.submit(cfg, name, options)
                    for name in cfg.tables()}
         wait(list(futures.values()))
         frames: dict[str, pd.DataFrame] = {}
@@ -147,7 +146,7 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
         step("load", t0)
 
         t0 = time.perf_counter()
-        report = validate_inputs(quote(frames), cfg.role_spec)
+        report = validate_inputs(frames, cfg.role_spec)
         step("validate", t0)
         validation_doc = report.to_dict()
         files["validation.json"] = json.dumps(validation_doc, indent=2).encode()
@@ -158,12 +157,12 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
                            validation_doc, [], options, extra, log)
 
         t0 = time.perf_counter()
-        inputs = encode_inputs(quote(cfg), quote(frames))
+        inputs = encode_inputs(cfg, frames)
         del frames
         step("encode", t0)
 
         t0 = time.perf_counter()
-        mfutures = {name: measure.submit(name, quote(inputs), params)
+        mfutures = {name: measure.submit(name, inputs, params)
                     for name, params in to_run.items()}
         wait(list(mfutures.values()))
         results, errors = {}, {}
@@ -227,7 +226,7 @@ def _finish(cfg, run_id, folder, decision, infos, timings, started, files, valid
     record = decision_record(cfg, run_id, decision, infos, timings, started, extra)
     files = dict(files)
     files["report.html"] = report_html(record, measures, validation_doc)
-    written = write_outputs(folder, files, record, quote(options))
+    written = write_outputs(folder, files, record, options)
     timings["write"] = time.perf_counter() - t0
     report_url = written.get("report.html")
     try:

@@ -52,7 +52,8 @@ class S3Endpoint:
 
     def options(self) -> dict:
         # no credentials here: they come from the environment, as in production
-        return {"endpoint_url": self.url, "retries": 1, "skip_instance_cache": True}
+        return {"endpoint_url": self.url, "skip_instance_cache": True,
+                "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 2}}
 
 
 @pytest.fixture(scope="session")

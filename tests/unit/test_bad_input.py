@@ -1,0 +1,109 @@
+"""Bad input: every error names the table, the column and what to do; nothing is written."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from riskcore import (ConfigError, InputError, Roles, encode_table, encode_tables, frequencies)
+from riskcore.gateconfig import load_gate_config
+from riskcore.policy import load_policy, parse_policy
+from riskcore.tableio import read_table
+
+BASE = pd.DataFrame({"a": [1, 2, 2, 3], "b": ["x", "y", "y", "z"], "w": [1.0, 2.0, 2.0, 3.0]})
+
+
+def test_missing_column_names_table_and_column():
+    with pytest.raises(InputError, match=r"table 'released', column 'c'.*absent"):
+        encode_tables({"released": BASE}, Roles(("a", "c")))
+
+
+def test_role_given_twice():
+    with pytest.raises(ConfigError, match="column 'a' is given two roles"):
+        Roles(("a", "b"), sensitive=("a",))
+    with pytest.raises(ConfigError, match="listed twice"):
+        Roles(("a", "a"))
+
+
+def test_unknown_role():
+    with pytest.raises(ConfigError, match=r"unknown role\(s\) \['weights'\]"):
+        Roles.from_mapping({"qi": ["a"], "weights": "w"})
+
+
+def test_non_numeric_weight():
+    df = BASE.assign(w=["1", "two", "3", "4"])
+    with pytest.raises(InputError, match=r"column 'w'.*not numbers \(rows \[1\]\)"):
+        encode_table(df, Roles(("a",), weight="w"), name="released")
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_zero_or_negative_weight(bad):
+    df = BASE.assign(w=[1.0, bad, 2.0, 3.0])
+    with pytest.raises(InputError, match=r"column 'w'.*zero or negative \(rows \[1\]\)"):
+        encode_table(df, Roles(("a",), weight="w"), name="released")
+
+
+def test_empty_table():
+    with pytest.raises(InputError, match="table 'released' is empty"):
+        encode_table(BASE.iloc[:0], Roles(("a",)), name="released")
+
+
+def test_identification_table_lacking_sample_classes():
+    sample = pd.DataFrame({"a": [1, 2, 9]})
+    population = pd.DataFrame({"a": [1, 1, 2, 2, 3]})
+    enc = encode_tables({"released": sample, "identification": population}, Roles(("a",)))
+    with pytest.raises(InputError, match=r"table 'identification' lacks 1 of the 3.*rows \[2\]"):
+        frequencies(enc["released"], population=enc["identification"])
+
+
+def test_duplicate_column_names_in_csv(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("a,b,a\n1,2,3\n")
+    with pytest.raises(InputError, match=r"duplicate column names \['a'\]"):
+        read_table(str(path), name="released")
+
+
+def test_unreadable_file(tmp_path):
+    path = tmp_path / "broken.parquet"
+    path.write_bytes(b"not parquet at all")
+    with pytest.raises(InputError, match="not a readable Parquet file"):
+        read_table(str(path), name="released")
+
+
+def test_missing_file_names_the_path(tmp_path):
+    with pytest.raises(InputError, match=r"file '.*nope.csv' does not exist"):
+        read_table(str(tmp_path / "nope.csv"), name="original")
+
+
+def test_size_limit_names_the_setting(tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_text("a\n" + "1\n" * 400_000)
+    with pytest.raises(InputError, match=r"above the limit of 0.5 MB \(limits.max_table_mb\)"):
+        read_table(str(path), name="released", max_mb=0.5)
+
+
+def test_invalid_utf8_is_counted_not_fatal(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(b"a,b\n1,ok\n2,b\xffd\n")
+    df, info = read_table(str(path), name="released")
+    assert info.undecodable_bytes == 1 and df.loc[1, "b"] == "b\ufffdd"
+
+
+def test_bad_policy_and_config_messages(tmp_path):
+    with pytest.raises(ConfigError, match="give 'min' or 'max'"):
+        parse_policy({"version": 1, "checks": [{"figure": "reid.pRb"}]})
+    with pytest.raises(ConfigError, match="cannot read"):
+        parse_policy({"version": 1, "checks": ["reid.pRb is small"]})
+    bad = tmp_path / "p.yaml"
+    bad.write_text("!!python/object/apply:os.system ['echo hacked']\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_policy(str(bad))  # safe_load refuses python tags
+    with pytest.raises(ConfigError, match="release_id"):
+        load_gate_config({"original": "a", "released": "b", "output_url": "c",
+                          "roles": {"qi": ["a"]}, "policy": {}})
+
+
+def test_wildcard_with_identification_table_is_refused():
+    enc = encode_tables({"released": BASE, "identification": BASE}, Roles(("a",)))
+    with pytest.raises(ConfigError, match="wildcard cannot be combined"):
+        frequencies(enc["released"], population=enc["identification"], missing="wildcard")
+    assert np.all(frequencies(enc["released"], population=enc["identification"]).Fk >= 1)

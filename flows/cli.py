@@ -131,8 +131,6 @@ def _measure_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from riskcore import (Roles, encode_tables, frequencies, k_anonymity, l_diversity,
                           reidentification_risk, t_closeness)
     from riskcore.errors import ConfigError
@@ -176,7 +174,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
             results["t_closeness"] = t_closeness(enc["released"])
         timings["measures"] = time.perf_counter() - t0
 
-    _print_results(results)
+    _print_results(results, console if args.json_out == "-" else out)
     if args.json_out:
         doc = to_jsonable({"schema": "riskgate.measures/1", "inputs": [i.to_dict() for i in infos],
                            "measures": [r.to_dict() for r in results.values()],
@@ -190,11 +188,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if args.per_record:
         Path(args.per_record).write_bytes(per_record_parquet(results, enc["released"].n))
         console.print(f"per-record values written to {args.per_record}")
-    del np
     return 0
 
 
-def _print_results(results: dict[str, Any]) -> None:
+def _print_results(results: dict[str, Any], target: Console) -> None:
     for name, res in results.items():
         table = Table(title=name, show_header=True, header_style="bold")
         table.add_column("figure")
@@ -208,7 +205,7 @@ def _print_results(results: dict[str, Any]) -> None:
                           ("higher = riskier" if direction else "lower = riskier"))
         if res.status.value != "ok":
             table.caption = f"{res.status.value}: {res.reason}"
-        out.print(table)
+        target.print(table)
 
 
 # ---------------------------------------------------------------- gate
@@ -219,7 +216,6 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from flows.release_gate import release_gate
 
     flow_fn = release_gate
-    cluster = None
     if args.dask_address or args.dask_local:
         from prefect_dask import DaskTaskRunner
 
@@ -232,7 +228,6 @@ def cmd_gate(args: argparse.Namespace) -> int:
         flow_fn = release_gate.with_options(task_runner=runner)
     console.print(f"release gate [bold]{cfg.release_id}[/]: running...")
     outcome = flow_fn(config=cfg, config_name=cfg.release_id)
-    del cluster
     if args.json:
         print(json.dumps(outcome, indent=2, default=str))
     else:

@@ -233,7 +233,8 @@ def check_columns(df: pd.DataFrame, columns: Sequence[str], table: str, role: st
         )
 
 
-def _numeric_values(series: pd.Series, table: str, col: str) -> np.ndarray:
+def numeric_values(series: pd.Series, table: str, col: str) -> np.ndarray:
+    """Float values of a column; InputError naming the rows whose text is not a number."""
     if pd.api.types.is_bool_dtype(series.dtype):
         return series.astype(float).to_numpy()
     if not (pd.api.types.is_numeric_dtype(series.dtype)):
@@ -294,7 +295,7 @@ def encode_tables(
         names = list(present)
         lengths = [len(s) for s in present.values()]
         if typ.is_numeric:
-            parts = [_numeric_values(s, name, col) for name, s in present.items()]
+            parts = [numeric_values(s, name, col) for name, s in present.items()]
             values_all = np.concatenate(parts)
             codes_all, uniques = pd.factorize(values_all, sort=True, use_na_sentinel=True)
             categories = np.asarray(uniques)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from .data import ColumnType
+from .data import ColumnType, numeric_values
 from .errors import ConfigError, InputError, StorageError
 
 DEFAULT_NA_VALUES = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
@@ -292,18 +292,7 @@ def coerce_types(df: pd.DataFrame, types: Mapping[str, ColumnType], name: str) -
         numeric = typ.is_numeric if typ is not None else (
             s.dtype == object and looks_numeric(s))
         if numeric and not pd.api.types.is_numeric_dtype(s.dtype):
-            conv = pd.to_numeric(s, errors="coerce")
-            bad = conv.isna() & s.notna()
-            if bad.any():
-                rows = np.flatnonzero(bad.to_numpy())[:5].tolist()
-                raise InputError(
-                    f"table '{name}', column '{col}' is declared {typ.value if typ else 'numeric'}"
-                    f" but {int(bad.sum())} value(s) are not numbers (rows {rows}); fix the data "
-                    "or declare the column categorical"
-                )
-            out[col] = conv
-        elif typ is ColumnType.CATEGORICAL and pd.api.types.is_numeric_dtype(s.dtype):
-            out[col] = s
+            out[col] = pd.Series(numeric_values(s, name, col), index=s.index)
         else:
             out[col] = s
     return pd.DataFrame(out, index=df.index)

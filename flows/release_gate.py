@@ -131,7 +131,7 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
         timings[name] = time.perf_counter() - t0
 
     try:
-        policy = load_policy(cfg.policy if isinstance(cfg.policy, dict) else cfg.policy, options)
+        policy = load_policy(cfg.policy, options)
         to_run, unavailable = measures_to_run(cfg, policy)
 
         t0 = time.perf_counter()

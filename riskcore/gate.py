@@ -25,7 +25,8 @@ from .measures import MEASURES, PLANNED, MeasureInputs, check_measure_names
 from .policy import Decision, Policy
 from .report import render_report
 from .results import MeasureResult, to_jsonable
-from .tableio import TableInfo, coerce_types, exists, join_url, read_table, write_bytes
+from .tableio import (TableInfo, coerce_types, detect_format, exists, join_url, read_table,
+                      write_bytes)
 
 DECISION_SCHEMA = "riskgate.decision/1"
 MEASURES_SCHEMA = "riskgate.measures/1"
@@ -40,8 +41,8 @@ def load_input(cfg: GateConfig, name: str, storage_options: Mapping[str, Any] | 
     return read_table(url, name=name, format=cfg.read.format, encoding=cfg.read.encoding,
                       na_values=cfg.read.na_values, sep=cfg.read.sep,
                       max_mb=cfg.limits.max_table_mb, storage_options=storage_options,
-                      columns=wanted if cfg.read.format == "parquet" or
-                      str(url).lower().endswith((".parquet", ".pq")) else None)
+                      columns=wanted if detect_format(url, cfg.read.format) == "parquet"
+                      else None)
 
 
 def measures_to_run(cfg: GateConfig, policy: Policy) -> tuple[dict[str, dict[str, Any]],

@@ -1,6 +1,7 @@
 """The ``riskgate`` command line.
 
-    riskgate measure TABLE --qi A,B,C [--sensitive S] [--weight W] [--population TABLE] ...
+    riskgate measure TABLE --qi A,B,C [--sensitive S] [--weight W] [--household H]
+                     [--population TABLE] [--suda] [--population-size N] ...
     riskgate gate --config gate.yaml [--dask-address tcp://host:8786 | --dask-local N]
     riskgate report RUN_DIR
     riskgate serve [--cron "0 2 * * *"]
@@ -43,8 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("measure", help="equivalence-class risk measures on one table",
                        description="k-anonymity, prosecutor/journalist/marketer risk, "
-                       "l-diversity and t-closeness of one table (CSV, Parquet, JSON lines; any "
-                       "fsspec URL).")
+                       "individual/global/household risk (sdcMicro), and optionally l-diversity, "
+                       "t-closeness, SUDA2 and population-uniqueness models of one table (CSV, "
+                       "Parquet, JSON lines; any fsspec URL).")
     m.add_argument("table", help="path or fsspec URL of the released table")
     m.add_argument("--config", help="YAML file with the same settings (flags override it)")
     m.add_argument("--qi", type=_csv_list, help="quasi-identifier columns, comma-separated")
@@ -63,6 +65,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="k levels for violation counts (default 2,3,5,10)")
     m.add_argument("--l-c", type=float, default=None, dest="l_c",
                    help="recursive (c,l)-diversity constant (default 2)")
+    m.add_argument("--risk-method", choices=["approx", "exact"], default=None, dest="risk_method",
+                   help="individual risk: sdcMicro's approximation (default) or the exact series")
+    m.add_argument("--max-global-risk", type=float, default=None, dest="max_global_risk",
+                   help="target global risk for the threshold rule (default 0.01)")
+    m.add_argument("--suda", action="store_true", default=None,
+                   help="compute SUDA2 scores and DIS-SUDA over the quasi-identifiers")
+    m.add_argument("--suda-max-size", type=int, default=None, dest="suda_max_size",
+                   help="largest MSU size searched (default: all)")
+    m.add_argument("--suda-ihsn", action="store_true", default=None, dest="suda_ihsn",
+                   help="legacy IHSN score weights instead of Elliot's (M-k)!")
+    m.add_argument("--dis-fraction", type=float, default=None, dest="dis_fraction",
+                   help="DIS-SUDA sampling fraction (default 0.01)")
+    m.add_argument("--population-size", default=None, dest="population_size",
+                   help="population size N (or USA): Zayatz, Pitman, SNB and Dankar estimates")
     m.add_argument("--encoding", default=None, help="CSV encoding (default utf-8; 'auto')")
     m.add_argument("--json", dest="json_out", help="write all results as JSON to this file "
                    "('-' for standard output)")
@@ -123,7 +139,8 @@ def _measure_settings(args: argparse.Namespace) -> dict[str, Any]:
 
         settings = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) or {}
     for key in ("qi", "sensitive", "weight", "household", "population", "threshold", "missing",
-                "alpha", "ks", "l_c", "encoding"):
+                "alpha", "ks", "l_c", "encoding", "risk_method", "max_global_risk", "suda",
+                "suda_max_size", "suda_ihsn", "dis_fraction", "population_size"):
         value = getattr(args, key)
         if value is not None:
             settings[key] = value
@@ -131,10 +148,10 @@ def _measure_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
-    from riskcore import (Roles, encode_tables, frequencies, k_anonymity, l_diversity,
-                          reidentification_risk, t_closeness)
+    from riskcore import Roles, encode_tables
     from riskcore.errors import ConfigError
     from riskcore.gate import per_record_parquet, versions
+    from riskcore.measures import MeasureInputs, run_measure
     from riskcore.results import to_jsonable
     from riskcore.tableio import coerce_types, read_table
 
@@ -147,7 +164,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     with console.status("reading tables...") as status:
         t0 = time.perf_counter()
         frames, infos = {}, []
-        for name, url in (("released", args.table), ("population", st.get("population"))):
+        for name, url in (("released", args.table), ("identification", st.get("population"))):
             if not url:
                 continue
             status.update(f"reading {name}: {url}")
@@ -158,21 +175,35 @@ def cmd_measure(args: argparse.Namespace) -> int:
         status.update("encoding...")
         t0 = time.perf_counter()
         required = {"released": list(roles.measured_columns),
-                    "population": list(roles.quasi_identifiers)}
+                    "identification": list(roles.quasi_identifiers)}
         enc = encode_tables(frames, roles, required=required)
         timings["encode"] = time.perf_counter() - t0
-        results = {}
-        status.update("equivalence classes...")
-        t0 = time.perf_counter()
-        freq = frequencies(enc["released"], population=enc.get("population"),
-                           missing=st.get("missing", "own"), alpha=float(st.get("alpha", 1.0)))
-        results["k_anonymity"] = k_anonymity(freq, st.get("ks", (2, 3, 5, 10)))
-        results["reid"] = reidentification_risk(freq, float(st.get("threshold", 0.1)))
+        inputs = MeasureInputs(released=enc["released"], identification=enc.get("identification"),
+                               missing=st.get("missing", "own"),
+                               alpha=float(st.get("alpha", 1.0)))
+        plan: dict[str, dict[str, Any]] = {
+            "k_anonymity": {"ks": st.get("ks", (2, 3, 5, 10))},
+            "reid": {"threshold": float(st.get("threshold", 0.1))},
+            "sdc": {k: v for k, v in (("method", st.get("risk_method")),
+                                      ("max_global_risk", st.get("max_global_risk")))
+                    if v is not None},
+        }
         if roles.sensitive:
-            status.update("l-diversity and t-closeness...")
-            results["l_diversity"] = l_diversity(enc["released"], c=float(st.get("l_c", 2.0)))
-            results["t_closeness"] = t_closeness(enc["released"])
-        timings["measures"] = time.perf_counter() - t0
+            plan["l_diversity"] = {"c": float(st.get("l_c", 2.0))}
+            plan["t_closeness"] = {}
+        if st.get("suda"):
+            plan["suda"] = {k: v for k, v in (
+                ("max_msu_size", st.get("suda_max_size")),
+                ("original_scores", False if st.get("suda_ihsn") else None),
+                ("dis_fraction", st.get("dis_fraction"))) if v is not None}
+        if st.get("population_size") is not None:
+            plan["population"] = {"population_size": st["population_size"]}
+        results = {}
+        for name, params in plan.items():
+            status.update(f"{name}...")
+            t0 = time.perf_counter()
+            results[name] = run_measure(name, inputs, params)
+            timings[name] = time.perf_counter() - t0
 
     _print_results(results, console if args.json_out == "-" else out)
     if args.json_out:

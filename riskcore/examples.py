@@ -43,7 +43,7 @@ def census_population(n: int = 6000, seed: int = 2026) -> pd.DataFrame:
     p_diag /= p_diag.sum(axis=1, keepdims=True)
     u = rng.random(n)[:, None]
     diagnosis = np.array(DIAGNOSES)[(u > np.cumsum(p_diag, axis=1)).sum(axis=1)]
-    weight = np.round(rng.uniform(80, 120, size=n), 1)
+    weight = np.round(rng.uniform(80, 120, size=n_households), 1)[hh_of]  # one per household
     return pd.DataFrame({
         "person_id": [f"P{i:06d}" for i in range(n)],
         "household_id": hh_of,

@@ -7,16 +7,25 @@ lives outside riskcore.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .classes import frequencies
 from .data import EncodedTable, MissingPolicy
 from .diversity import DEFAULT_MISSING_CODE, DEFAULT_RECURSIVE_C, l_diversity, t_closeness
-from .errors import ConfigError
+from .drisk import DEFAULT_K as DRISK_K
+from .drisk import drisk
+from .errors import ConfigError, InputError
+from .indivrisk import DEFAULT_MAX_GLOBAL_RISK, sdc_risk
+from .population import US_POPULATION, population_uniqueness
 from .reid import DEFAULT_KS, DEFAULT_THRESHOLD, k_anonymity, reidentification_risk
 from .results import MeasureResult, not_computable
+from .suda import (DEFAULT_DIS_FRACTION, DEFAULT_MAX_KEYS, WARN_KEYS, attribute_level_contributions,
+                   suda2, suda_result)
 
 
 @dataclass(frozen=True)
@@ -73,19 +82,114 @@ def _t_closeness(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureRes
     return t_closeness(inputs.released, sensitive=sens)
 
 
+def _sdc(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
+    _check_params("sdc", params, {"method", "max_global_risk", "qual", "fractional_fk"})
+    table = inputs.released
+    hh_col = table.roles.household
+    return sdc_risk(
+        _freq(inputs),
+        household=table.column(hh_col).codes if hh_col else None,
+        household_column=hh_col,
+        weights=table.weights(),
+        method=params.get("method", "approx"),
+        max_global_risk=float(params.get("max_global_risk", DEFAULT_MAX_GLOBAL_RISK)),
+        qual=float(params.get("qual", 1.0)),
+        fractional=params.get("fractional_fk", "exact"),
+        table=table.name,
+    )
+
+
+def _suda(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
+    _check_params("suda", params, {"keys", "original_scores", "dis_fraction", "max_msu_size",
+                                   "max_keys"})
+    table = inputs.released
+    keys = tuple(params.get("keys") or table.roles.quasi_identifiers)
+    max_msu = params.get("max_msu_size")
+    max_keys = int(params.get("max_keys", DEFAULT_MAX_KEYS))
+    warnings = []
+    subsets = sum(math.comb(len(keys), k) for k in range(1, (max_msu or len(keys)) + 1))
+    if len(keys) > max_keys and max_msu is None:
+        raise ConfigError(
+            f"SUDA2 over {len(keys)} keys may examine up to {subsets:,} key subsets (limit "
+            f"max_keys = {max_keys}); set suda.max_msu_size (e.g. 5) to cap the MSU size, "
+            "or raise suda.max_keys if the cost is acceptable"
+        )
+    if len(keys) > WARN_KEYS:
+        warnings.append(f"SUDA2 over {len(keys)} keys: up to {subsets:,} key subsets are "
+                        "examined; expect a long run on large tables")
+    for k in keys:
+        col = table.column(k)
+        if col.values is not None:
+            vals = col.values[~np.isnan(col.values)]
+            if vals.size and not np.all(vals == np.round(vals)):
+                warnings.append(
+                    f"key '{k}' has non-integer values: sdcMicro truncates them to integers "
+                    "before SUDA2, riskgate keeps every distinct value as its own category"
+                )
+    codes = table.codes(keys)
+    scores = suda2(codes, keys,
+                   original_scores=bool(params.get("original_scores", True)),
+                   dis_fraction=float(params.get("dis_fraction", DEFAULT_DIS_FRACTION)),
+                   max_msu_size=None if max_msu is None else int(max_msu))
+    levels = attribute_level_contributions(scores, codes,
+                                           [table.column(k).categories for k in keys])
+    return suda_result(scores, levels, tuple(warnings))
+
+
+def _population(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
+    _check_params("population", params, {"population_size"})
+    size = params.get("population_size")
+    if size is None:
+        return not_computable("population", "population models need the population size: "
+                              "set measures.population.population_size (a number, or USA)")
+    if isinstance(size, str) and size.strip().upper() == "USA":
+        size = US_POPULATION
+    try:
+        N = float(size)
+    except (TypeError, ValueError):
+        raise ConfigError(f"population_size must be a number or 'USA', got {size!r}") from None
+    freq = frequencies(inputs.released, missing="own")
+    return population_uniqueness(freq.class_size, N)
+
+
+def _drisk(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
+    _check_params("drisk", params, {"columns", "k"})
+    if inputs.original is None:
+        return not_computable("drisk", "dRisk compares released numeric values with the "
+                              "original ones: configure the original table")
+    rel, ori = inputs.released, inputs.original
+    cols = params.get("columns")
+    if not cols:
+        cols = [c for c in rel.roles.quasi_identifiers + rel.roles.sensitive
+                if rel.column(c).values is not None and rel.column(c).type.value == "continuous"]
+    if not cols:
+        return not_computable("drisk", "no continuous key columns: name them in "
+                              "measures.drisk.columns")
+    for c in cols:
+        if rel.column(c).values is None:
+            raise InputError(f"dRisk column '{c}' is not numeric; list numeric columns only")
+    if rel.n != ori.n:
+        return not_computable("drisk", f"dRisk needs the released table row-aligned with the "
+                              f"original ({rel.n} vs {ori.n} rows)")
+    x = np.column_stack([ori.column(c).values for c in cols])
+    xm = np.column_stack([rel.column(c).values for c in cols])
+    return drisk(x, xm, list(cols), float(params.get("k", DRISK_K)))
+
+
 MEASURES: dict[str, Callable[[MeasureInputs, Mapping[str, Any]], MeasureResult]] = {
     "k_anonymity": _k_anonymity,
     "reid": _reid,
     "l_diversity": _l_diversity,
     "t_closeness": _t_closeness,
+    "sdc": _sdc,
+    "suda": _suda,
+    "population": _population,
+    "drisk": _drisk,
 }
 
 #: Families described in the spec that this version does not compute yet: a policy check on
 #: them is "insufficient evidence", never a pass.
 PLANNED = {
-    "sdc": "individual/global/household risk is not available in this riskgate version",
-    "suda": "SUDA2 is not available in this riskgate version",
-    "population": "population-uniqueness models are not available in this riskgate version",
     "singling_out": "the singling-out attack is not available in this riskgate version",
     "linkability": "the linkability attack is not available in this riskgate version",
     "inference": "the inference attack is not available in this riskgate version",

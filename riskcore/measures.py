@@ -176,6 +176,87 @@ def _drisk(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
     return drisk(x, xm, list(cols), float(params.get("k", DRISK_K)))
 
 
+def _attack_tables(inputs: MeasureInputs, name: str) -> MeasureResult | None:
+    if inputs.original is None:
+        return not_computable(name, f"{name} attacks the original through the release: "
+                              "configure the original table")
+    return None
+
+
+def _singling_out(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
+    from .attacks.singling_out import DEFAULT_MAX_ATTEMPTS, singling_out
+
+    _check_params("singling_out", params, {"columns", "n_attacks", "n_cols", "mode",
+                                           "max_attempts"})
+    missing = _attack_tables(inputs, "singling_out")
+    if missing:
+        return missing
+    roles = inputs.released.roles
+    return singling_out(inputs.original, inputs.released, inputs.control,
+                        columns=params.get("columns") or list(roles.quasi_identifiers
+                                                              + roles.sensitive),
+                        n_attacks=int(params.get("n_attacks", 500)),
+                        n_cols=int(params.get("n_cols", 3)),
+                        mode=params.get("mode", "multivariate"),
+                        max_attempts=int(params.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
+                        seed=inputs.seed)
+
+
+def _linkability(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
+    from .attacks.linkability import linkability
+
+    _check_params("linkability", params, {"aux_a", "aux_b", "n_attacks", "n_neighbors"})
+    missing = _attack_tables(inputs, "linkability")
+    if missing:
+        return missing
+    if not params.get("aux_a") or not params.get("aux_b"):
+        return not_computable("linkability", "name the attacker's two column sets: "
+                              "measures.linkability.aux_a and aux_b (disjoint)")
+    return linkability(inputs.original, inputs.released, inputs.control,
+                       aux_a=params["aux_a"], aux_b=params["aux_b"],
+                       n_attacks=int(params.get("n_attacks", 500)),
+                       n_neighbors=int(params.get("n_neighbors", 1)), seed=inputs.seed)
+
+
+def _inference(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
+    from .attacks.inference import DEFAULT_TOLERANCE, inference
+
+    _check_params("inference", params, {"secrets", "aux", "n_attacks", "regression",
+                                        "tolerance"})
+    missing = _attack_tables(inputs, "inference")
+    if missing:
+        return missing
+    roles = inputs.released.roles
+    secrets = list(params.get("secrets") or roles.sensitive)
+    if not secrets:
+        return not_computable("inference", "no secret: configure sensitive columns or "
+                              "measures.inference.secrets")
+    aux = list(params.get("aux") or roles.quasi_identifiers)
+    per = {sec: inference(inputs.original, inputs.released, inputs.control, secret=sec,
+                          aux=[a for a in aux if a != sec],
+                          n_attacks=int(params.get("n_attacks", 500)),
+                          regression=bool(params.get("regression", False)),
+                          tolerance=float(params.get("tolerance", DEFAULT_TOLERANCE)),
+                          seed=inputs.seed) for sec in secrets}
+    worst = max(per, key=lambda k: per[k].figures["risk"] or 0.0)
+    figures: dict[str, Any] = {"risk": per[worst].figures["risk"],
+                               "risk_ci_high": max(r.figures["risk_ci_high"] for r in
+                                                   per.values())}
+    higher = {"risk": True, "risk_ci_high": True}
+    for sec, res in per.items():
+        for k, v in res.figures.items():
+            figures[f"{sec}.{k}"] = v
+            higher[f"{sec}.{k}"] = res.higher_is_riskier.get(k, True)
+    return MeasureResult(
+        measure="inference", figures=figures,
+        parameters={"secrets": secrets, "aux": aux, **{k: v for k, v in params.items()
+                                                       if k not in ("secrets", "aux")},
+                    "seed": inputs.seed},
+        higher_is_riskier=higher,
+        details={"worst_secret": worst, **{sec: r.details for sec, r in per.items()}},
+        warnings=tuple(f"{sec}: {w}" for sec, r in per.items() for w in r.warnings))
+
+
 MEASURES: dict[str, Callable[[MeasureInputs, Mapping[str, Any]], MeasureResult]] = {
     "k_anonymity": _k_anonymity,
     "reid": _reid,
@@ -185,14 +266,14 @@ MEASURES: dict[str, Callable[[MeasureInputs, Mapping[str, Any]], MeasureResult]]
     "suda": _suda,
     "population": _population,
     "drisk": _drisk,
+    "singling_out": _singling_out,
+    "linkability": _linkability,
+    "inference": _inference,
 }
 
 #: Families described in the spec that this version does not compute yet: a policy check on
 #: them is "insufficient evidence", never a pass.
 PLANNED = {
-    "singling_out": "the singling-out attack is not available in this riskgate version",
-    "linkability": "the linkability attack is not available in this riskgate version",
-    "inference": "the inference attack is not available in this riskgate version",
     "alc": "the Anonymity Loss Coefficient is not available in this riskgate version",
 }
 

@@ -186,3 +186,29 @@ def test_policy_check_on_a_family_not_yet_available_is_not_a_pass(example_files,
     decision = json.loads((_run_dir(outcome) / "decision.json").read_text())
     alc = [c for c in decision["checks"] if c["figure"] == "alc.max"][0]
     assert alc["verdict"] == "insufficient" and alc["value"] is None
+
+
+def test_gate_with_sdcmicro_and_attack_families(example_files, tmp_path):
+    policy = {"version": 1, "checks": [
+        "sdc.global_risk <= 0.01", "sdc.hier_risk <= 0.05",
+        "suda.records_with_msu_share <= 0.05", "population.dankar_fraction <= 0.05",
+        "singling_out.risk <= 0.5", "inference.risk <= 0.5"]}
+    measures = {"sdc": {}, "suda": {}, "population": {"population_size": 1_000_000},
+                "singling_out": {"n_attacks": 100, "mode": "univariate"},
+                "inference": {"n_attacks": 200}}
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), policy=policy, measures=measures)
+    outcome = release_gate(config=cfg, config_name="families")
+    run = _run_dir(outcome)
+    decision = json.loads((run / "decision.json").read_text())
+    assert outcome["verdict"] in ("APPROVED", "NEEDS_REVIEW", "REJECTED")
+    checks = {c["figure"]: c for c in decision["checks"]}
+    for fig in ("sdc.global_risk", "sdc.hier_risk", "suda.records_with_msu_share",
+                "singling_out.risk", "inference.risk"):
+        assert isinstance(checks[fig]["value"], float), fig
+    measures_doc = json.loads((run / "measures.json").read_text())
+    by_name = {m["measure"]: m for m in measures_doc["measures"]}
+    assert by_name["inference"]["parameters"]["secrets"] == ["diagnosis"]
+    per_record = pd.read_parquet(run / "per_record.parquet")
+    assert {"sdc.risk", "sdc.hier_risk", "suda.suda_score", "suda.dis_score"} <= set(
+        per_record.columns)

@@ -1,0 +1,74 @@
+"""Success rates with Wilson intervals and the privacy risk against a control set
+(seed 002: Giomi et al., anonymeter 1.1.0 ``stats/confidence.py``; SPEC 5).
+
+* z = Phi^-1((1 + CL)/2) (CL = 0.95 gives z = 1.959964).
+* Success rate of s successes in n trials is the Wilson centre
+  rate = (s + z^2/2) / (n + z^2), error = z / (n + z^2) * sqrt(s (n - s)/n + z^2/4).
+* Privacy risk with a control set: R = (r_attack - r_control) / (1 - r_control), error by first-order
+  propagation sigma_R = sqrt((sigma_a / |1 - r_c|)^2 + (sigma_c (r_a - 1) / (1 - r_c)^2)^2);
+  value and interval clipped to [0, 1]. Without control: risk = attack rate +- error, clipped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy.stats import norm
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A success rate: Wilson centre and error, with the raw counts."""
+
+    rate: float
+    error: float
+    successes: float
+    trials: int
+
+
+@dataclass(frozen=True)
+class Risk:
+    value: float
+    ci: tuple[float, float]
+
+
+def z_score(confidence_level: float = 0.95) -> float:
+    if not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence level must lie in (0, 1), got {confidence_level}")
+    return float(norm.ppf(0.5 * (1.0 + confidence_level)))
+
+
+def wilson(successes: float, trials: int, confidence_level: float = 0.95) -> Rate:
+    """Wilson score centre and error of ``successes`` out of ``trials`` (SPEC 5)."""
+    if trials <= 0:
+        raise ValueError("the number of trials must be positive")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes ({successes}) must lie in [0, trials={trials}]")
+    z = z_score(confidence_level)
+    n, s = float(trials), float(successes)
+    rate = (s + z * z / 2.0) / (n + z * z)
+    error = z / (n + z * z) * math.sqrt(s * (n - s) / n + z * z / 4.0)
+    return Rate(rate=rate, error=error, successes=successes, trials=trials)
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def privacy_risk(attack: Rate, control: Rate | None = None) -> Risk:
+    """Risk of the attack relative to the control attack, with its propagated error (SPEC 5)."""
+    if control is None:
+        return Risk(_clip(attack.rate), (_clip(attack.rate - attack.error),
+                                         _clip(attack.rate + attack.error)))
+    ra, sa, rc, sc = attack.rate, attack.error, control.rate, control.error
+    value = (ra - rc) / (1.0 - rc)
+    sigma = math.sqrt((sa / abs(1.0 - rc)) ** 2 + (sc * (ra - 1.0) / (1.0 - rc) ** 2) ** 2)
+    return Risk(_clip(value), (_clip(value - sigma), _clip(value + sigma)))
+
+
+def rate_figures(prefix: str, r: Rate | None) -> dict[str, float | int | None]:
+    """Figures ``<prefix>_rate``, ``<prefix>_error`` and ``n_<prefix>`` for a result."""
+    if r is None:
+        return {f"{prefix}_rate": None, f"{prefix}_error": None, f"n_{prefix}": None}
+    return {f"{prefix}_rate": r.rate, f"{prefix}_error": r.error, f"n_{prefix}": r.successes}

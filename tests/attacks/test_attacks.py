@@ -1,0 +1,191 @@
+"""Attack-based risk (seed 002, SPEC 5): statistics, distance, and agreement with anonymeter."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from riskcore.attacks.data import encode_attack_tables
+from riskcore.attacks.gower import distances, kneighbors, prepare
+from riskcore.attacks.inference import inference
+from riskcore.attacks.linkability import linkability, risk_for_k
+from riskcore.attacks.singling_out import singling_out
+from riskcore.errors import ConfigError
+from riskcore.stats import Rate, privacy_risk, wilson, z_score
+
+AUX_A = ["type_employer", "education", "hr_per_week", "capital_loss", "capital_gain"]
+AUX_B = ["race", "sex", "fnlwgt", "age", "country"]
+
+
+def test_wilson_and_risk_propagation_on_fixed_counts():
+    assert z_score() == pytest.approx(1.959964, abs=1e-6)
+    r = wilson(0, 500)
+    assert r.rate == pytest.approx(0.0038122, abs=5e-8)
+    assert r.error == pytest.approx(0.0038122, abs=5e-8)
+    a, c = wilson(82, 500), wilson(19.496503854724278, 500)
+    # anonymeter 1.1.0 on the adults data (reference run singling_out_multivariate_ncols3_seed0)
+    assert (a.rate, a.error) == pytest.approx((0.16656177839508154, 0.032432858079209814))
+    assert (c.rate, c.error) == pytest.approx((0.042507881973827905, 0.017264351814692214))
+    risk = privacy_risk(a, c)
+    assert risk.value == pytest.approx(0.12956127166559375, rel=1e-12)
+    assert risk.ci == pytest.approx((0.09222918422031878, 0.16689335911086872), rel=1e-12)
+    # by hand: first-order propagation
+    ra, sa, rc, sc = a.rate, a.error, c.rate, c.error
+    sigma = math.sqrt((sa / (1 - rc)) ** 2 + (sc * (ra - 1) / (1 - rc) ** 2) ** 2)
+    assert risk.ci[1] - risk.value == pytest.approx(sigma)
+    # clipping, and no control = the attack rate
+    assert privacy_risk(wilson(0, 500), wilson(50, 500)).value == 0.0
+    assert privacy_risk(Rate(0.3, 0.1, 3, 10)).ci == pytest.approx((0.2, 0.4))
+
+
+def brute_gower(q: pd.Series, c: pd.Series, num: list[str], ranges: dict[str, float]) -> float:
+    d = 0.0
+    for col in q.index:
+        a, b = q[col], c[col]
+        if col in num:
+            if pd.isna(a) and pd.isna(b):
+                d += 1
+            elif pd.isna(a) or pd.isna(b):
+                return math.inf
+            else:
+                d += abs(a - b) / ranges[col]
+        else:
+            d += float(a != b)
+    return d
+
+
+def test_gower_and_neighbours_against_brute_force(shared):
+    ori = pd.read_csv(shared / "datasets/anonymeter/tests_adults_ori.csv")
+    syn = pd.read_csv(shared / "datasets/anonymeter/tests_adults_syn.csv")
+    ori.loc[[3, 7], "age"] = np.nan  # exercise the missing-value rules
+    syn.loc[[5], "age"] = np.nan
+    cols = list(ori.columns)
+    enc = encode_attack_tables(ori, syn, None, cols)
+    q, c = prepare([enc["original"], enc["released"]], cols)
+    num = [col for col in cols if enc["original"].column(col).values is not None]
+    both = pd.concat([ori, syn])
+    ranges = {col: (both[col].max() - both[col].min()) or 1.0 for col in num}
+    D = distances(q, c)
+    for i in range(0, len(ori), 7):
+        for j in range(0, len(syn), 3):
+            assert D[i, j] == pytest.approx(brute_gower(ori.iloc[i], syn.iloc[j], num, ranges))
+    idx, dist = kneighbors(q, c, 5, max_cells=500)  # tiny blocks
+    for i in range(len(ori)):
+        order = sorted(range(len(syn)), key=lambda j: (D[i, j], j))[:5]
+        assert idx[i].tolist() == order
+        np.testing.assert_allclose(dist[i], D[i, order])
+
+
+@pytest.fixture(scope="module")
+def adults(shared):
+    d = shared / "datasets/anonymeter"
+    ori = pd.read_csv(d / "adults_train_reconstructed.csv")
+    syn = pd.read_csv(d / "adults_syn_ctgan.csv")
+    ctl = pd.read_csv(d / "adults_control.csv")
+    ref = json.loads((shared / "reference/anonymeter/adults_anonymeter_1.1.0.json").read_text())
+    runs = {r["name"]: r for r in ref["runs"]}
+    return encode_attack_tables(ori, syn, ctl), list(ori.columns), runs
+
+
+def agree(res, ref):
+    """Risks lie in each other's confidence intervals (the random draws differ)."""
+    lo, hi = res.figures["risk_ci_low"], res.figures["risk_ci_high"]
+    assert ref["risk_ci"][0] - 1e-12 <= res.figures["risk"] <= ref["risk_ci"][1] + 1e-12
+    assert lo - 1e-12 <= ref["risk"] <= hi + 1e-12
+
+
+@pytest.mark.parametrize("mode,n_cols,names", [
+    ("univariate", 1, ["singling_out_univariate_seed0", "singling_out_univariate_seed1"]),
+    ("multivariate", 3, ["singling_out_multivariate_ncols3_seed0",
+                         "singling_out_multivariate_ncols3_seed1"])])
+def test_singling_out_agrees_with_anonymeter(adults, mode, n_cols, names):
+    enc, cols, runs = adults
+    res = singling_out(enc["original"], enc["released"], enc["control"], columns=cols,
+                       mode=mode, n_cols=n_cols, n_attacks=500, seed=0)
+    assert res.figures["n_attacks_achieved"] == 500
+    for name in names:
+        agree(res, runs[name])
+
+
+def test_linkability_agrees_with_anonymeter_for_every_k(adults):
+    enc, _, runs = adults
+    res = linkability(enc["original"], enc["released"], enc["control"], aux_a=AUX_A,
+                      aux_b=AUX_B, n_attacks=2000, n_neighbors=10, seed=0)
+    for seed in (0, 1):
+        agree(res, runs[f"linkability_k10_seed{seed}"])
+        for k in (1, 5):
+            ref = runs[f"linkability_k{k}_seed{seed}(reused)"]
+            value, ci = risk_for_k(res, k)
+            assert ref["risk_ci"][0] <= value <= ref["risk_ci"][1]
+            assert ci[0] <= ref["risk"] <= ci[1]
+
+
+@pytest.mark.parametrize("secret", ["income", "occupation", "marital"])
+def test_inference_agrees_with_anonymeter(adults, secret):
+    enc, cols, runs = adults
+    res = inference(enc["original"], enc["released"], enc["control"], secret=secret,
+                    aux=[c for c in cols if c != secret], n_attacks=1000, seed=0)
+    agree(res, runs[f"inference_{secret}_n1000"])
+    # the baseline compares by position: a real majority-class guess rate, not anonymeter's ~0
+    if secret == "income":
+        assert res.figures["baseline_rate"] > 0.5
+
+
+def test_bad_attack_configs(adults):
+    enc, cols, _ = adults
+    with pytest.raises(ConfigError, match="overlap"):
+        linkability(enc["original"], enc["released"], aux_a=["age", "sex"], aux_b=["sex"])
+    with pytest.raises(ConfigError, match="also an auxiliary"):
+        inference(enc["original"], enc["released"], secret="age", aux=["age", "sex"])
+    with pytest.raises(ConfigError, match="regression needs a numeric"):
+        inference(enc["original"], enc["released"], secret="sex", aux=["age"], regression=True)
+
+
+PLANTED = """
+import json, sys
+import numpy as np, pandas as pd
+from riskcore.attacks.data import encode_attack_tables
+from riskcore.attacks.singling_out import singling_out
+from riskcore.attacks.linkability import linkability
+from riskcore.results import to_jsonable
+d = sys.argv[1]
+ori = pd.read_csv(d + "/adults_train_reconstructed.csv").iloc[:6000].reset_index(drop=True)
+ctl = pd.read_csv(d + "/adults_control.csv").iloc[:3000].reset_index(drop=True)
+rng = np.random.default_rng(7)
+clean = pd.DataFrame({c: ori[c].to_numpy()[rng.integers(0, len(ori), len(ori))] for c in ori})
+leaky = clean.copy()
+copied = rng.choice(len(ori), int(0.15 * len(ori)), replace=False)
+leaky.iloc[: copied.size] = ori.iloc[copied].to_numpy()
+out = {}
+for name, rel in (("clean", clean), ("leaky", leaky)):
+    enc = encode_attack_tables(ori, rel, ctl)
+    so = singling_out(enc["original"], enc["released"], enc["control"], columns=list(ori.columns),
+                      n_attacks=300, n_cols=4, seed=11)
+    li = linkability(enc["original"], enc["released"], enc["control"],
+                     aux_a=["type_employer", "education", "hr_per_week", "capital_loss",
+                            "capital_gain"], aux_b=["race", "sex", "fnlwgt", "age", "country"],
+                     n_attacks=500, n_neighbors=5, seed=11)
+    out[name] = {"so": so.to_dict(), "li": li.to_dict()}
+print(json.dumps(to_jsonable(out), sort_keys=True))
+"""
+
+
+def _planted_run(shared) -> dict:
+    done = subprocess.run([sys.executable, "-c", PLANTED, str(shared / "datasets/anonymeter")],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_planted_leak_is_caught_and_runs_are_deterministic(shared):
+    first = _planted_run(shared)
+    second = _planted_run(shared)
+    assert first == second  # same seed, separate processes: identical JSON
+    for attack in ("so", "li"):
+        clean = first["clean"][attack]["figures"]
+        leaky = first["leaky"][attack]["figures"]
+        assert leaky["risk"] > clean["risk"]
+        assert leaky["risk_ci_low"] > clean["risk"], attack

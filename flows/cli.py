@@ -2,6 +2,7 @@
 
     riskgate measure TABLE --qi A,B,C [--sensitive S] [--weight W] [--household H]
                      [--population TABLE] [--suda] [--population-size N] ...
+    riskgate attack singling-out|linkability|inference ORIGINAL RELEASED [--control C] ...
     riskgate gate --config gate.yaml [--dask-address tcp://host:8786 | --dask-local N]
     riskgate report RUN_DIR
     riskgate serve [--cron "0 2 * * *"]
@@ -84,6 +85,27 @@ def build_parser() -> argparse.ArgumentParser:
                    "('-' for standard output)")
     m.add_argument("--per-record", dest="per_record", help="write per-record values (Parquet)")
 
+    a = sub.add_parser("attack", help="singling-out, linkability or inference attack (seed 002)",
+                       description="Attack the original through the released table, with a "
+                       "random baseline and, given a control table, a control attack.")
+    a.add_argument("kind", choices=["singling-out", "linkability", "inference"])
+    a.add_argument("original", help="original table (path or fsspec URL)")
+    a.add_argument("released", help="released (anonymized or synthetic) table")
+    a.add_argument("--control", help="control table: original records not used for the release")
+    a.add_argument("--n-attacks", type=int, default=500, dest="n_attacks")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--columns", type=_csv_list, help="singling out: columns (default all)")
+    a.add_argument("--n-cols", type=int, default=3, dest="n_cols")
+    a.add_argument("--mode", choices=["univariate", "multivariate"], default="multivariate")
+    a.add_argument("--aux", type=_csv_list, help="linkability: first column set; inference: "
+                   "auxiliary columns (default all but the secret)")
+    a.add_argument("--aux2", type=_csv_list, help="linkability: second column set")
+    a.add_argument("--neighbors", type=int, default=1)
+    a.add_argument("--secret", help="inference: the secret column")
+    a.add_argument("--regression", action="store_true",
+                   help="inference: numeric secret guessed within 5%% instead of exactly")
+    a.add_argument("--json", dest="json_out", help="write the result as JSON ('-' = stdout)")
+
     g = sub.add_parser("gate", help="run the release gate (Prefect flow) on a gate config",
                        description="Run the release gate locally: Prefect's ephemeral API, no "
                        "server needed. Exit code 0 approved, 1 rejected, 2 needs review, "
@@ -123,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"measure": cmd_measure, "gate": cmd_gate, "report": cmd_report,
+        return {"measure": cmd_measure, "attack": cmd_attack, "gate": cmd_gate, "report": cmd_report,
                 "serve": cmd_serve, "emit-anonymized": cmd_emit,
                 "example": cmd_example}[args.command](args)
     except RiskgateError as exc:
@@ -237,6 +259,70 @@ def _print_results(results: dict[str, Any], target: Console) -> None:
         if res.status.value != "ok":
             table.caption = f"{res.status.value}: {res.reason}"
         target.print(table)
+
+
+# ---------------------------------------------------------------- attack
+def cmd_attack(args: argparse.Namespace) -> int:
+    from riskcore.attacks.data import encode_attack_tables
+    from riskcore.errors import ConfigError
+    from riskcore.gate import versions
+    from riskcore.results import to_jsonable
+    from riskcore.tableio import read_table
+
+    frames, infos = {}, []
+    for name, url in (("original", args.original), ("released", args.released),
+                      ("control", args.control)):
+        if url:
+            df, info = read_table(url, name=name)
+            frames[name] = df
+            infos.append(info)
+    from riskcore import Roles
+    from riskcore.cleanliness import declared_types
+    from riskcore.tableio import coerce_types
+
+    cols = [c for c in frames["original"].columns if c in frames["released"].columns]
+    types = declared_types(frames, Roles(tuple(cols)))  # numbers stay numbers (Gower)
+    frames = {name: coerce_types(df, types, name) for name, df in frames.items()}
+    with console.status(f"{args.kind}: encoding..."):
+        enc = encode_attack_tables(frames["original"], frames["released"], frames.get("control"),
+                                   cols)
+    ori, rel, ctl = enc["original"], enc["released"], enc.get("control")
+    with console.status(f"{args.kind}: {args.n_attacks} attacks..."):
+        if args.kind == "singling-out":
+            from riskcore.attacks.singling_out import singling_out
+
+            res = singling_out(ori, rel, ctl, columns=args.columns or list(rel.columns),
+                               n_attacks=args.n_attacks, n_cols=args.n_cols, mode=args.mode,
+                               seed=args.seed)
+        elif args.kind == "linkability":
+            from riskcore.attacks.linkability import linkability
+
+            if not args.aux or not args.aux2:
+                raise ConfigError("linkability needs --aux A,B and --aux2 C,D (disjoint)")
+            res = linkability(ori, rel, ctl, aux_a=args.aux, aux_b=args.aux2,
+                              n_attacks=args.n_attacks, n_neighbors=args.neighbors,
+                              seed=args.seed)
+        else:
+            from riskcore.attacks.inference import inference
+
+            if not args.secret:
+                raise ConfigError("inference needs --secret COLUMN")
+            aux = args.aux or [c for c in rel.columns if c != args.secret]
+            res = inference(ori, rel, ctl, secret=args.secret, aux=aux,
+                            n_attacks=args.n_attacks, regression=args.regression, seed=args.seed)
+    _print_results({res.measure: res}, console if args.json_out == "-" else out)
+    if args.json_out:
+        f = res.figures
+        doc = to_jsonable({"schema": "riskgate.attack/1", "attack": args.kind,
+                           "risk": f["risk"], "risk_ci": [f["risk_ci_low"], f["risk_ci_high"]],
+                           "result": res.to_dict(), "inputs": [i.to_dict() for i in infos],
+                           "versions": versions()})
+        text = json.dumps(doc, indent=2, sort_keys=True)
+        if args.json_out == "-":
+            print(text)
+        else:
+            Path(args.json_out).write_text(text, encoding="utf-8")
+    return 0
 
 
 # ---------------------------------------------------------------- gate

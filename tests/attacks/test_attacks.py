@@ -189,3 +189,26 @@ def test_planted_leak_is_caught_and_runs_are_deterministic(shared):
         leaky = first["leaky"][attack]["figures"]
         assert leaky["risk"] > clean["risk"]
         assert leaky["risk_ci_low"] > clean["risk"], attack
+
+
+def test_cli_attack_json(shared, tmp_path):
+    from flows.cli import main
+
+    d = shared / "datasets/anonymeter"
+    out = tmp_path / "inf.json"
+    code = main(["attack", "inference", str(d / "tests_adults_ori.csv"),
+                 str(d / "tests_adults_syn.csv"), "--secret", "income", "--n-attacks", "50",
+                 "--seed", "3", "--json", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    ori = pd.read_csv(d / "tests_adults_ori.csv")
+    syn = pd.read_csv(d / "tests_adults_syn.csv")
+    enc = encode_attack_tables(ori, syn, None)
+    lib = inference(enc["original"], enc["released"], secret="income",
+                    aux=[c for c in ori.columns if c != "income"], n_attacks=50, seed=3)
+    assert doc["risk"] == pytest.approx(lib.figures["risk"])
+    assert doc["risk_ci"] == pytest.approx([lib.figures["risk_ci_low"],
+                                            lib.figures["risk_ci_high"]])
+    assert doc["result"]["figures"]["n_attack"] == lib.figures["n_attack"]
+    assert main(["attack", "linkability", str(d / "tests_adults_ori.csv"),
+                 str(d / "tests_adults_syn.csv"), "--aux", "age,sex", "--aux2", "sex"]) == 3

@@ -62,3 +62,16 @@ def control_overlap(ori: EncodedTable, control: EncodedTable, columns: Sequence[
 def sample_rows(rng: np.random.Generator, n_rows: int, n: int) -> np.ndarray:
     """n distinct row numbers of a table of n_rows, in random order."""
     return rng.choice(n_rows, size=n, replace=False)
+
+
+def overlap_warning(ori: EncodedTable, control: EncodedTable | None, columns: Sequence[str],
+                    tolerance: float = 0.01) -> list[str]:
+    """A warning when the control table shares rows with the original (it must be held out)."""
+    if control is None:
+        return []
+    share = control_overlap(ori, control, columns)
+    if share > tolerance:
+        return [f"{share:.1%} of the control rows also occur in the original over the attack "
+                "columns; the control set must be records held out of the release, otherwise "
+                "the risk is under-estimated"]
+    return []

@@ -21,7 +21,7 @@ from ..data import EncodedTable
 from ..errors import ConfigError
 from ..results import MeasureResult
 from ..stats import privacy_risk, wilson
-from .data import check_columns, sample_rows
+from .data import check_columns, overlap_warning, sample_rows
 from .gower import kneighbors, prepare
 from .result import attack_result
 
@@ -63,7 +63,7 @@ def inference(
     if regression and not sec_is_num:
         raise ConfigError(f"inference: regression needs a numeric secret; '{secret}' is not")
     rng = np.random.default_rng(seed)
-    warnings: list[str] = []
+    warnings: list[str] = overlap_warning(original, control, aux + [secret])
     n_ori = min(n_attacks, original.n)
     if n_ori < n_attacks:
         warnings.append(f"n_attacks {n_attacks} exceeds the original's {original.n} rows")

@@ -17,7 +17,7 @@ from ..data import EncodedTable
 from ..errors import ConfigError
 from ..results import MeasureResult
 from ..stats import wilson
-from .data import check_columns, sample_rows
+from .data import check_columns, overlap_warning, sample_rows
 from .gower import kneighbors, prepare
 from .result import attack_result
 
@@ -64,7 +64,7 @@ def linkability(
     if not 1 <= n_neighbors <= released.n:
         raise ConfigError(f"n_neighbors must lie in [1, {released.n}]")
     rng = np.random.default_rng(seed)
-    warnings: list[str] = []
+    warnings: list[str] = overlap_warning(original, control, aux_a + aux_b)
     n_ori = min(n_attacks, original.n)
     if n_ori < n_attacks:
         warnings.append(f"n_attacks {n_attacks} exceeds the original's {original.n} rows; "

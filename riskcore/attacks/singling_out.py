@@ -32,7 +32,7 @@ from ..data import EncodedTable
 from ..errors import ConfigError
 from ..results import MeasureResult
 from ..stats import wilson
-from .data import check_columns, dedup_rows
+from .data import check_columns, overlap_warning, dedup_rows
 from .result import attack_result
 
 EQ, NE, LT, LE, GT, GE, ISNULL, NOTNULL = range(8)
@@ -262,7 +262,7 @@ def singling_out(
     rng = np.random.default_rng(seed)
     ori, syn = _arrays(original, cols), _arrays(released, cols)
     ctrl = _arrays(control, cols) if control is not None else None
-    warnings: list[str] = []
+    warnings: list[str] = overlap_warning(original, control, cols)
     if mode == "univariate":
         queries = _univariate_queries(syn, n_attacks, rng)
         attempts = len(queries)

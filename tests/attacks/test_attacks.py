@@ -212,3 +212,13 @@ def test_cli_attack_json(shared, tmp_path):
     assert doc["result"]["figures"]["n_attack"] == lib.figures["n_attack"]
     assert main(["attack", "linkability", str(d / "tests_adults_ori.csv"),
                  str(d / "tests_adults_syn.csv"), "--aux", "age,sex", "--aux2", "sex"]) == 3
+
+
+def test_control_overlapping_the_original_is_flagged(shared):
+    d = shared / "datasets/anonymeter"
+    ori = pd.read_csv(d / "tests_adults_ori.csv")
+    syn = pd.read_csv(d / "tests_adults_syn.csv")
+    enc = encode_attack_tables(ori, syn, ori.iloc[:40])
+    res = inference(enc["original"], enc["released"], enc["control"], secret="income",
+                    aux=["age", "sex"], n_attacks=30)
+    assert any("control rows also occur in the original" in w for w in res.warnings)

@@ -46,9 +46,26 @@ class Estimate:
         return self.uniques is not None
 
 
-def _histogram(class_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class _Histogram:
+    """{c_k} of the sample: sizes k, counts c_k, n, u, c1 and c2."""
+
+    k: np.ndarray
+    c: np.ndarray
+    n: float
+    u: float
+    c1: float
+    c2: float
+
+
+def _histogram(class_sizes: np.ndarray, N: float) -> _Histogram:
+    """The class-size histogram; ConfigError when the population is smaller than the sample."""
     sizes, counts = np.unique(np.asarray(class_sizes, dtype=np.int64), return_counts=True)
-    return sizes, counts.astype(np.float64)
+    c = counts.astype(np.float64)
+    n = float((sizes * c).sum())
+    _check(int(n), N)
+    return _Histogram(sizes, c, n, float(c.sum()), float(c[sizes == 1].sum()),
+                      float(c[sizes == 2].sum()))
 
 
 def _check(n: int, N: float) -> None:
@@ -59,10 +76,8 @@ def _check(n: int, N: float) -> None:
 
 def zayatz(class_sizes: np.ndarray, N: float) -> Estimate:
     """Zayatz's estimate of population uniques (SPEC 4.3)."""
-    k, c = _histogram(class_sizes)
-    n = float((k * c).sum())
-    _check(int(n), N)
-    c1 = float(c[k == 1].sum())
+    h = _histogram(class_sizes, N)
+    k, c, n, c1 = h.k, h.c, h.n, h.c1
     if c1 == 0:
         return Estimate("zayatz", None, "no sample uniques (c1 = 0): the estimate is 0")
     Nh = min(float(N), float(_INT_MAX))
@@ -85,14 +100,11 @@ def zayatz(class_sizes: np.ndarray, N: float) -> Estimate:
 def pitman(class_sizes: np.ndarray, N: float, tol: float = 1e-12, max_iter: int = 200
            ) -> Estimate:
     """Pitman-model estimate of population uniques (SPEC 4.3)."""
-    k, c = _histogram(class_sizes)
-    n = float((k * c).sum())
-    _check(int(n), N)
-    u = float(c.sum())
-    c1 = float(c[k == 1].sum())
+    h = _histogram(class_sizes, N)
+    k, c, n, u, c1 = h.k, h.c, h.n, h.u, h.c1
     if c1 == 0:
         return Estimate("pitman", None, "no sample uniques (c1 = 0): the estimate is 0")
-    c2 = float(c[k == 2].sum()) or 1.0
+    c2 = h.c2 or 1.0
     cc = c1 * (c1 - 1.0) / c2
     theta = (n * u * cc - c1 * (n - 1.0) * (2.0 * u + cc)) / (2.0 * c1 * u + c1 * cc - n * cc)
     alpha = (theta * (c1 - n) + (n - 1.0) * c1) / (n * u)
@@ -141,12 +153,8 @@ def pitman(class_sizes: np.ndarray, N: float, tol: float = 1e-12, max_iter: int 
 def snb(class_sizes: np.ndarray, N: float, tol: float = 1e-10, max_iter: int = 200
         ) -> Estimate:
     """Shifted-negative-binomial estimate of population uniques (SPEC 4.3)."""
-    k, c = _histogram(class_sizes)
-    n = float((k * c).sum())
-    _check(int(n), N)
-    u = float(c.sum())
-    c1 = float(c[k == 1].sum())
-    c2 = float(c[k == 2].sum())
+    h = _histogram(class_sizes, N)
+    k, c, n, u, c1, c2 = h.k, h.c, h.n, h.u, h.c1, h.c2
     if c1 == 0:
         return Estimate("snb", None, "no sample uniques (c1 = 0): the estimate is 0")
     f = n / float(N)

@@ -3,6 +3,8 @@
     riskgate measure TABLE --qi A,B,C [--sensitive S] [--weight W] [--household H]
                      [--population TABLE] [--suda] [--population-size N] ...
     riskgate attack singling-out|linkability|inference ORIGINAL RELEASED [--control C] ...
+    riskgate alc ORIGINAL RELEASED [RELEASED2 ...] --secret S [--known A,B] [--all-secrets]
+                 [--auto-known] [--mode pretargeted --target-query EXPR] [--json OUT]
     riskgate gate --config gate.yaml [--dask-address tcp://host:8786 | --dask-local N]
     riskgate report RUN_DIR
     riskgate serve [--cron "0 2 * * *"]
@@ -106,6 +108,37 @@ def build_parser() -> argparse.ArgumentParser:
                    help="inference: numeric secret guessed within 5%% instead of exactly")
     a.add_argument("--json", dest="json_out", help="write the result as JSON ('-' = stdout)")
 
+    c = sub.add_parser("alc", help="Anonymity Loss Coefficient attacks (seed 004)",
+                       description="Best-row-match attribute inference against a learned "
+                       "baseline: precision, recall, PRC and ALC (< 0.5 safe, 0.5-0.75 at risk, "
+                       ">= 0.75 serious).")
+    c.add_argument("original", help="original table (path or fsspec URL)")
+    c.add_argument("released", nargs="+", help="one or more released tables")
+    c.add_argument("--secret", type=_csv_list, help="secret column(s), comma-separated")
+    c.add_argument("--known", type=_csv_list, help="known columns (default: all others)")
+    c.add_argument("--all-secrets", action="store_true", dest="all_secrets",
+                   help="every column as the secret, with --known (minus the secret)")
+    c.add_argument("--auto-known", action="store_true", dest="auto_known",
+                   help="automatic known sets that make most rows distinct (seed 004 §6)")
+    c.add_argument("--per-secret", type=int, default=5, dest="per_secret",
+                   help="--auto-known: known sets per secret (default 5)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--mode", choices=["random", "pretargeted"], default="random")
+    c.add_argument("--target-query", dest="target_query",
+                   help="pretargeted: 'top 1%% income' or \"sex == 'F' and age >= 70\"")
+    c.add_argument("--recall", choices=["targeted", "population"], default="targeted",
+                   help="pretargeted recall: eq. 5 (targeted) or eq. 4 (population)")
+    c.add_argument("--baseline", choices=["model", "prior"], default="model",
+                   help="prior: the prior approach (attack on a swapped non-member set)")
+    c.add_argument("--halting", choices=["paper", "package"], default="paper")
+    c.add_argument("--max-attacks", type=int, default=5000, dest="max_attacks")
+    c.add_argument("--time-budget", type=float, default=None, dest="time_budget",
+                   help="seconds per attack scenario")
+    c.add_argument("--household", help="household id column of the original")
+    c.add_argument("--alpha", type=float, default=3.0)
+    c.add_argument("--r-min", type=float, default=1e-4, dest="r_min")
+    c.add_argument("--json", dest="json_out", help="write the result as JSON ('-' = stdout)")
+
     g = sub.add_parser("gate", help="run the release gate (Prefect flow) on a gate config",
                        description="Run the release gate locally: Prefect's ephemeral API, no "
                        "server needed. Exit code 0 approved, 1 rejected, 2 needs review, "
@@ -145,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"measure": cmd_measure, "attack": cmd_attack, "gate": cmd_gate, "report": cmd_report,
+        return {"measure": cmd_measure, "attack": cmd_attack, "alc": cmd_alc, "gate": cmd_gate, "report": cmd_report,
                 "serve": cmd_serve, "emit-anonymized": cmd_emit,
                 "example": cmd_example}[args.command](args)
     except RiskgateError as exc:
@@ -317,6 +350,99 @@ def cmd_attack(args: argparse.Namespace) -> int:
                            "risk": f["risk"], "risk_ci": [f["risk_ci_low"], f["risk_ci_high"]],
                            "result": res.to_dict(), "inputs": [i.to_dict() for i in infos],
                            "versions": versions()})
+        text = json.dumps(doc, indent=2, sort_keys=True)
+        if args.json_out == "-":
+            print(text)
+        else:
+            Path(args.json_out).write_text(text, encoding="utf-8")
+    return 0
+
+
+# ---------------------------------------------------------------- alc
+def cmd_alc(args: argparse.Namespace) -> int:
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from riskcore import Roles
+    from riskcore.alc import ALCConfig, PRCParams, from_frames
+    from riskcore.alc.scenarios import (Scenario, all_secrets, auto_scenarios, run_scenarios,
+                                        summarize)
+    from riskcore.alc.targets import select_targets
+    from riskcore.cleanliness import declared_types
+    from riskcore.errors import ConfigError
+    from riskcore.gate import versions
+    from riskcore.results import to_jsonable
+    from riskcore.tableio import coerce_types, read_table
+
+    urls = [("original", args.original)] + [
+        ("released" if len(args.released) == 1 else f"released_{i + 1}", u)
+        for i, u in enumerate(args.released)]
+    frames, infos = {}, []
+    for name, url in urls:
+        df, info = read_table(url, name=name)
+        frames[name] = df
+        infos.append(info)
+    names = list(frames)
+    ori = frames["original"]
+    cols = [c for c in ori.columns if c != args.household]
+    types = declared_types(frames, Roles(tuple(c for c in cols if all(
+        c in f.columns for f in frames.values()))))
+    frames = {n: coerce_types(df, types, n) for n, df in frames.items()}
+    data = from_frames(frames["original"], [frames[n] for n in names[1:]], columns=cols,
+                       household=args.household, names=names)
+    known = args.known
+    if args.auto_known:
+        scenarios = auto_scenarios(data, args.secret, args.per_secret, columns=known,
+                                   seed=args.seed)
+    elif args.all_secrets:
+        scenarios = all_secrets(data, known, args.secret)
+    else:
+        if not args.secret:
+            raise ConfigError("alc needs --secret COLUMN (or --all-secrets / --auto-known)")
+        scenarios = [Scenario(s, tuple(k for k in (known or cols) if k != s))
+                     for s in args.secret]
+    if not scenarios:
+        raise ConfigError("alc: no attack scenario (no known-column set qualifies)")
+    targets = None
+    if args.mode == "pretargeted":
+        if not args.target_query:
+            raise ConfigError("--mode pretargeted needs --target-query "
+                              "('top 1% income' or a predicate)")
+        targets = select_targets(data, args.target_query)
+    cfg = ALCConfig(prc=PRCParams(alpha=args.alpha, r_min=args.r_min), halting=args.halting,
+                    max_attacks=args.max_attacks, time_budget=args.time_budget, seed=args.seed)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+                  transient=True) as bar:
+        task = bar.add_task("ALC attacks", total=len(scenarios))
+
+        def tick(done: int, total: int, status: str) -> None:
+            bar.update(task, completed=done, description=f"ALC attacks ({status})")
+
+        results = run_scenarios(data, scenarios, cfg, progress=tick, targets=targets,
+                                recall=args.recall, baseline=args.baseline)
+    summary = summarize(results)
+    table = Table(title="Anonymity Loss Coefficient (< 0.5 safe, 0.5-0.75 at risk, "
+                  ">= 0.75 serious)")
+    for col in ("secret", "known", "ALC", "band", "attack P / R / PRC", "base P / R / PRC",
+                "predictions", "halt"):
+        table.add_column(col)
+    for r in results:
+        def pr(p: Any) -> str:
+            return "-" if p is None else f"{p.precision:.3f} / {p.recall:.3f} / {p.prc:.3f}"
+        table.add_row(r.secret, ",".join(r.known) if len(r.known) <= 4 else
+                      f"{len(r.known)} columns", "-" if r.alc is None else f"{r.alc:.4f}",
+                      r.band, pr(r.attack), pr(r.base), str(r.n_attacks), r.halt_reason,
+                      style="red" if r.band in ("at_risk", "serious") else None)
+    target = console if args.json_out == "-" else out
+    target.print(table)
+    target.print(f"max ALC {summary.max_alc}; per band {summary.counts}")
+    if args.json_out:
+        body = results[0].to_dict() if len(results) == 1 else {
+            "schema": "riskgate.alc-set/1", "summary": summary.to_dict(),
+            "attacks": [r.to_dict() for r in results]}
+        doc = to_jsonable({**body, "inputs": [i.to_dict() for i in infos],
+                           "column_kinds": dict(data.kinds), "versions": versions()})
         text = json.dumps(doc, indent=2, sort_keys=True)
         if args.json_out == "-":
             print(text)

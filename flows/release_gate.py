@@ -26,7 +26,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from riskcore.errors import RiskgateError
 from riskcore.gate import (decision_record, measures_document, measures_to_run, now_iso,
-                           per_record_parquet, report_html, run_folder)
+                           per_record_parquet, records_parquet, report_html,
+                           run_folder)
 from riskcore.gateconfig import GateConfig, load_gate_config
 from riskcore.policy import Decision, Verdict, fixed_decision, load_policy
 from riskcore.tableio import join_url
@@ -182,6 +183,7 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
         measures_doc = measures_document(cfg, run_id, results, errors)
         files["measures.json"] = json.dumps(measures_doc, indent=2).encode()
         files["per_record.parquet"] = per_record_parquet(results, inputs.released.n)
+        files.update(records_parquet(results))
         return _finish(cfg, run_id, folder, decision, infos, timings, started, files,
                        validation_doc, measures_doc["measures"], options, extra, log)
     except RiskgateError as exc:
@@ -190,7 +192,8 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
         log.error("gate failed: %s", traceback.format_exc())
         decision = fixed_decision(Verdict.ERROR, [f"unexpected error {type(exc).__name__}: {exc}"])
     files.pop("measures.json", None)
-    files.pop("per_record.parquet", None)
+    for name in [k for k in files if k.endswith(".parquet")]:
+        files.pop(name)  # per-record and per-target tables of a failed run are not written
     return _finish(cfg, run_id, folder, decision, infos, timings, started, files, validation_doc,
                    [], options, extra, log)
 

@@ -91,11 +91,22 @@ def per_record_parquet(results: Mapping[str, MeasureResult], n: int) -> bytes:
     return buf.getvalue()
 
 
+def records_parquet(results: Mapping[str, MeasureResult]) -> dict[str, bytes]:
+    """The measures' named record tables (e.g. ``alc_predictions``) as Parquet files."""
+    files = {}
+    for res in results.values():
+        for name, table in res.records.items():
+            buf = io.BytesIO()
+            pd.DataFrame({k: np.asarray(v) for k, v in table.items()}).to_parquet(buf, index=False)
+            files[f"{name}.parquet"] = buf.getvalue()
+    return files
+
+
 def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"python": platform.python_version()}
-    for pkg in ("riskgate", "numpy", "pandas", "pyarrow", "great-expectations", "prefect",
+    for pkg in ("riskgate", "numpy", "pandas", "pyarrow", "great-expectations", "prefect", "scikit-learn",
                 "fsspec"):
         try:
             out[pkg] = version(pkg)

@@ -257,6 +257,96 @@ def _inference(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResul
         warnings=tuple(f"{sec}: {w}" for sec, r in per.items() for w in r.warnings))
 
 
+ALC_PARAMS = {"secrets", "known", "scenarios", "per_secret", "max_attacks", "time_budget",
+              "halting", "alpha", "r_min", "abs_weight", "models", "target_query", "recall",
+              "baseline", "types", "threshold"}
+
+
+def _alc(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
+    """The Anonymity Loss Coefficient (seed 004) over a set of attack scenarios."""
+    from .alc import ALCConfig, PRCParams, from_encoded
+    from .alc.scenarios import Scenario, all_secrets, auto_scenarios, run_scenarios, summarize
+    from .alc.targets import select_targets
+    from .results import Status
+
+    _check_params("alc", params, ALC_PARAMS)
+    missing = _attack_tables(inputs, "alc")
+    if missing:
+        return missing
+    roles = inputs.released.roles
+    columns = list(roles.quasi_identifiers) + list(roles.sensitive)
+    data = from_encoded([inputs.original, inputs.released], columns,
+                        types=params.get("types"), household=roles.household)
+    secrets = list(params.get("secrets") or roles.sensitive)
+    known = list(params.get("known") or roles.quasi_identifiers)
+    kind = params.get("scenarios", "pairs")
+    if kind == "pairs":
+        if not secrets:
+            return not_computable("alc", "no secret: configure sensitive columns or "
+                                  "measures.alc.secrets")
+        scenarios = [Scenario(s, tuple(k for k in known if k != s)) for s in secrets]
+    elif kind == "all_secrets":
+        scenarios = all_secrets(data, known)
+    elif kind == "auto":
+        scenarios = auto_scenarios(data, secrets or None, int(params.get("per_secret", 5)),
+                                   seed=inputs.seed)
+    else:
+        raise ConfigError(f"measure 'alc': scenarios must be pairs, all_secrets or auto, "
+                          f"got {kind!r}")
+    if not scenarios:
+        return not_computable("alc", "no attack scenario (no known-column set qualifies)")
+    cfg = ALCConfig(
+        prc=PRCParams(alpha=float(params.get("alpha", 3.0)),
+                      r_min=float(params.get("r_min", 1e-4)),
+                      abs_weight=float(params.get("abs_weight", 0.0))),
+        halting=params.get("halting", "paper"),
+        max_attacks=params.get("max_attacks", 5000), time_budget=params.get("time_budget"),
+        models=tuple(params.get("models") or ALCConfig().models), seed=inputs.seed)
+    targets = (select_targets(data, params["target_query"]) if params.get("target_query")
+               else None)
+    results = run_scenarios(data, scenarios, cfg, targets=targets,
+                            recall=params.get("recall", "targeted"),
+                            baseline=params.get("baseline", "model"))
+    summary = summarize(results)
+    threshold = float(params.get("threshold", 0.5))
+    figures: dict[str, Any] = {
+        "max": summary.max_alc, "n_scenarios": summary.n_attacks,
+        "n_safe": summary.counts["safe"], "n_at_risk": summary.counts["at_risk"],
+        "n_serious": summary.counts["serious"],
+        "n_insufficient": summary.counts["insufficient"],
+        "n_above_threshold": sum(1 for r in results if r.alc is not None
+                                 and r.alc >= threshold)}
+    higher = {k: True for k in figures}
+    higher["n_safe"] = False
+    if kind == "pairs":
+        for r in results:
+            figures[f"{r.secret}.alc"] = r.alc
+            higher[f"{r.secret}.alc"] = True
+    records: dict[str, dict[str, np.ndarray]] = {}
+    parts = []
+    for i, r in enumerate(results):
+        n = r.n_attacks
+        parts.append({"scenario": np.full(n, i, np.int64), **r.predictions})
+    if parts:
+        records["alc_predictions"] = {k: np.concatenate([p[k] for p in parts])
+                                      for k in parts[0]}
+    insufficient = [r for r in results if r.alc is None]
+    return MeasureResult(
+        measure="alc", figures=figures,
+        parameters={"scenarios": kind, "secrets": secrets, "known": known,
+                    **{k: v for k, v in params.items() if k not in ("secrets", "known",
+                                                                    "scenarios")},
+                    "seed": inputs.seed},
+        higher_is_riskier=higher,
+        details={"summary": summary.to_dict(), "column_kinds": dict(data.kinds),
+                 "attacks": [r.to_dict(with_predictions=False) for r in results]},
+        warnings=tuple(f"{r.secret}: {w}" for r in results for w in r.warnings),
+        status=Status.INSUFFICIENT_EVIDENCE if insufficient else Status.OK,
+        reason=(f"{len(insufficient)} of {len(results)} ALC attack(s) reached no significant "
+                "precision/recall pair (insufficient evidence)") if insufficient else None,
+        records=records)
+
+
 MEASURES: dict[str, Callable[[MeasureInputs, Mapping[str, Any]], MeasureResult]] = {
     "k_anonymity": _k_anonymity,
     "reid": _reid,
@@ -269,13 +359,12 @@ MEASURES: dict[str, Callable[[MeasureInputs, Mapping[str, Any]], MeasureResult]]
     "singling_out": _singling_out,
     "linkability": _linkability,
     "inference": _inference,
+    "alc": _alc,
 }
 
 #: Families described in the spec that this version does not compute yet: a policy check on
 #: them is "insufficient evidence", never a pass.
-PLANNED = {
-    "alc": "the Anonymity Loss Coefficient is not available in this riskgate version",
-}
+PLANNED: dict[str, str] = {}
 
 
 def check_measure_names(names: list[str] | set[str]) -> None:

@@ -39,6 +39,9 @@ class MeasureResult:
     warnings: tuple[str, ...] = ()
     status: Status = Status.OK
     reason: str | None = None
+    #: named tables whose rows are not the released table's records (e.g. the ALC's
+    #: predictions per target), written as ``<name>.parquet`` beside the results
+    records: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)
 
     def figure(self, name: str) -> float | int | None:
         return self.figures.get(name)
@@ -61,6 +64,8 @@ class MeasureResult:
             },
             "details": to_jsonable(dict(self.details)),
             "warnings": list(self.warnings),
+            **({"records": {name: f"{name}.parquet" for name in self.records}}
+               if self.records else {}),
         }
 
 

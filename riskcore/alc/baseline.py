@@ -3,15 +3,15 @@ the ORIGINAL data without the targets, so that the baseline measures what can be
 non-members from raw data, without the release.
 
 Model selection (once per attack scenario, on the whole original): a stratified split with a
-test part of 50 % below 6000 rows, else 3000 rows; every candidate is fitted on the train part
-and scored by its best PRC (Wilson width < 0.1) on the test part; the winner's PRC is the
+test part of 50 % below 6000 rows, else 3000 rows; every candidate is fitted on (at most 6000
+rows of) the train part and scored by its best PRC (Wilson width < 0.1) on the test part; the winner's PRC is the
 "expected PRC". The winning model class is then re-fitted once per control block on the
 original minus the block (minus whole households when a household column is given) and
 predicts the block's targets; confidence = the predicted class probability.
 
 Candidates (the package's five, sized so that selection costs seconds, not minutes):
 ``hist_gradient_boosting`` (100 iterations, early stopping, native categorical splits),
-``random_forest`` and ``extra_trees`` (60 trees), ``logistic_regression`` (standardized
+``random_forest`` and ``extra_trees`` (40 trees), ``logistic_regression`` (standardized
 continuous columns, 300 iterations) and ``one_to_one`` (the majority secret per value of a
 categorical known column whose per-value mode agrees with the secret on >= 95 % of the rows;
 confidence 1). Features: continuous known columns raw (missing -> the training median plus a
@@ -36,7 +36,7 @@ DEFAULT_MODELS = ("hist_gradient_boosting", "random_forest", "extra_trees",
                   "logistic_regression", "one_to_one")
 ONE_HOT_MAX = 100
 ONE_TO_ONE_AGREEMENT = 0.95
-SELECTION_TRAIN_ROWS = 12_000
+SELECTION_TRAIN_ROWS = 6_000
 
 
 @dataclass(frozen=True)
@@ -122,9 +122,9 @@ def _sklearn_model(name: str, seed: int, cat_mask: np.ndarray | None) -> Any:
             categorical_features=cat_mask if cat_mask is not None and cat_mask.any() else None,
             random_state=seed)
     if name == "random_forest":
-        return RandomForestClassifier(n_estimators=60, n_jobs=1, random_state=seed)
+        return RandomForestClassifier(n_estimators=40, n_jobs=1, random_state=seed)
     if name == "extra_trees":
-        return ExtraTreesClassifier(n_estimators=60, n_jobs=1, random_state=seed)
+        return ExtraTreesClassifier(n_estimators=40, n_jobs=1, random_state=seed)
     if name == "logistic_regression":
         return make_pipeline(StandardScaler(), LogisticRegression(max_iter=300,
                                                                   random_state=seed))

@@ -23,8 +23,10 @@ decides whether to halt:
 
 riskgate's correction (``halting="paper"``, the default): a halt that would call the release
 safe (early-low, diminishing returns, close-to-expected below 0.5) is held back while the
-attack's top-confidence predictions form a group that is not yet significant but, if its
-measured precision held, would give ALC >= 0.5 (:func:`~riskcore.alc.prc.exposed_group`):
+attack's top-confidence predictions form a group (at least 3 right predictions) that is not yet
+significant but, if its measured precision held, would give an ALC of at least 0.4 against the
+base's lower bound (the paper's early-low threshold, section 5.1;
+:func:`~riskcore.alc.prc.exposed_group`):
 seed 004 section 5.1 keeps attacking while the lowest-recall measures still improve and are
 not yet significant. The package's rules alone (``halting="package"``) stop such an attack at
 a checkpoint where only high-recall, low-precision prefixes are significant.
@@ -118,6 +120,7 @@ class ALCConfig:
     max_attacks: int | None = 5000
     time_budget: float | None = None
     exposed_min_correct: int = 3
+    exposed_alc: float = 0.4
     models: tuple[str, ...] = DEFAULT_MODELS
     seed: int = 0
 
@@ -258,7 +261,7 @@ class _Halting:
                         halt = "close_to_expected_tight"
         if halt and cfg.halting == "paper" and _says_safe(halt, entry.get("alc")):
             group = exposed_group(ac, ak, base_ref, cfg.prc, self.scale, cfg.tight_width,
-                                  cfg.exposed_min_correct)
+                                  cfg.exposed_min_correct, cfg.exposed_alc)
             if group is not None:
                 entry["held_back"] = {"halt": halt, "group_n": group.n,
                                       "group_correct": group.correct,

@@ -176,16 +176,28 @@ def test_missing_input_file_is_an_error_written_down(example_files, tmp_path):
     assert "does not exist" in decision["reasons"][0] and "nope.csv" in decision["reasons"][0]
 
 
-def test_policy_check_on_a_family_not_yet_available_is_not_a_pass(example_files, tmp_path):
+def test_gate_runs_the_alc_and_writes_its_predictions(example_files, tmp_path):
     policy = {"version": 1, "checks": [{"figure": "k_anonymity.k", "min": 1},
                                        {"figure": "alc.max", "max": 0.5, "review_max": 0.75}]}
+    measures = {"alc": {"max_attacks": 400, "models": ["logistic_regression"]}}
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
-                      str(tmp_path / "out"), policy=policy)
-    outcome = release_gate(config=cfg, config_name="planned")
-    assert outcome["verdict"] == "NEEDS_REVIEW"
-    decision = json.loads((_run_dir(outcome) / "decision.json").read_text())
-    alc = [c for c in decision["checks"] if c["figure"] == "alc.max"][0]
-    assert alc["verdict"] == "insufficient" and alc["value"] is None
+                      str(tmp_path / "out"), policy=policy, measures=measures)
+    outcome = release_gate(config=cfg, config_name="alc")
+    run = _run_dir(outcome)
+    decision = json.loads((run / "decision.json").read_text())
+    check = [c for c in decision["checks"] if c["figure"] == "alc.max"][0]
+    measures_doc = json.loads((run / "measures.json").read_text())
+    alc = [m for m in measures_doc["measures"] if m["measure"] == "alc"][0]
+    attack = alc["details"]["attacks"][0]
+    assert attack["secret"] == "diagnosis" and "predictions" not in attack
+    if attack["alc"] is None:  # insufficient evidence is never a pass
+        assert check["verdict"] == "insufficient" and outcome["verdict"] != "APPROVED"
+    else:
+        assert check["value"] == attack["alc"] == alc["figures"]["max"]
+    preds = pd.read_parquet(run / "alc_predictions.parquet")
+    assert len(preds) == attack["n_attacks"] and alc["records"] == {
+        "alc_predictions": "alc_predictions.parquet"}
+    assert set(preds.columns) >= {"scenario", "target", "attack_rank_score", "attack_correct"}
 
 
 def test_gate_with_sdcmicro_and_attack_families(example_files, tmp_path):

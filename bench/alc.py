@@ -1,0 +1,92 @@
+"""ALC (issue 7): riskcore against anonymity_loss_coefficient 1.0.32 (own environment, pandas
+2.3.3), same data and scenarios, same run, one core, CPU seconds.
+
+Data: the ALC paper's adult (30,000 rows), released with 20 % swapping (reference/alc/README.md:
+per column, int(0.1 n) disjoint random row pairs swap, default_rng(42)). Scenarios A-D of the
+reference runs. Per attack: time, predictions, time per prediction, ALC, baseline PRC (the
+baseline's strength is what keeps the ALC honest) and the halting reason, for both.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer
+from riskcore.alc import ALCConfig, from_frames, run_alc
+
+
+def swap(df: pd.DataFrame, fraction: float, seed: int = 42) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    out = df.copy()
+    n, k = len(df), int(fraction * len(df))
+    for c in df.columns:
+        perm = rng.permutation(n)[: 2 * k]
+        a, b = perm[:k], perm[k:]
+        v = out[c].to_numpy().copy()
+        v[a], v[b] = v[b].copy(), v[a].copy()
+        out[c] = v
+    return out
+
+
+def main() -> None:
+    pin_one_core()
+    OUT.mkdir(parents=True, exist_ok=True)
+    ori_path = SHARED / "datasets/alc-paper/original_data_parquet/adult.parquet"
+    ori = pd.read_parquet(ori_path)
+    rel = swap(ori, 0.1)
+    rel_path = OUT / "adult_swap20.parquet"
+    rel.to_parquet(rel_path, index=False)
+    cols = list(ori.columns)
+    scenarios = {
+        "A label / 8 QIs": ("label", ["age", "workclass", "education", "marital-status",
+                                      "occupation", "race", "sex", "hours-per-week"]),
+        "B occupation / all": ("occupation", [c for c in cols if c != "occupation"]),
+        "C marital / 5 demo": ("marital-status", ["age", "sex", "race", "native-country",
+                                                  "education"]),
+        "D hours / all": ("hours-per-week", [c for c in cols if c != "hours-per-week"]),
+    }
+    py = peer_python("alc", ["anonymity_loss_coefficient==1.0.32", "pandas==2.3.3"])
+    t0 = time.process_time()
+    data = from_frames(ori, rel)
+    t_encode = time.process_time() - t0
+    rows, total_ours = [], t_encode
+    for name, (secret, known) in scenarios.items():
+        t0 = time.process_time()
+        r = run_alc(data, secret, known, ALCConfig(seed=0))
+        t = time.process_time() - t0
+        total_ours += t
+        peer = run_peer(py, "alc_run.py", [str(ori_path), str(rel_path), secret, ",".join(known),
+                                           "0", str(OUT / "alc_peer")], timeout=1800)
+        ts, n_peer = peer.get("seconds"), peer.get("n")
+        per_ours = t / max(r.n_attacks, 1)
+        per_peer = ts / n_peer if ts and n_peer else None
+        rows.append([
+            name, f"{t:.2f}", f"{ts:.1f}" if ts else str(peer)[:30],
+            f"{ts / t:.0f}x" if ts else "n/a",
+            f"{r.n_attacks} / {n_peer}",
+            f"{per_ours * 1000:.1f} / {per_peer * 1000:.0f}" if per_peer else "n/a",
+            f"{per_peer / per_ours:.0f}x" if per_peer else "n/a",
+            f"{r.alc} / {peer.get('alc')}",
+            f"{r.base.prc if r.base else None} / {peer.get('base_prc')}",
+            f"{r.baseline.model} / {peer.get('model')}",
+            f"{r.halt_reason} / {peer.get('halt')}"])
+    text = print_table(
+        "ALC: riskcore vs anonymity_loss_coefficient 1.0.32 (adult 30k, swap 20 %, one core, "
+        "CPU s)",
+        ["scenario", "riskcore s", "package s", "ratio", "predictions ours / pkg",
+         "ms per prediction", "ratio per prediction", "ALC ours / pkg",
+         "base PRC ours / pkg", "baseline model", "halt"], rows)
+    text += f"\nriskcore, whole 4-scenario run including encoding: {total_ours:.1f} s"
+    print(text.splitlines()[-1])
+    (OUT / "alc.txt").write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

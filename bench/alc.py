@@ -13,26 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer
 from riskcore.alc import ALCConfig, from_frames, run_alc
-
-
-def swap(df: pd.DataFrame, fraction: float, seed: int = 42) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    out = df.copy()
-    n, k = len(df), int(fraction * len(df))
-    for c in df.columns:
-        perm = rng.permutation(n)[: 2 * k]
-        a, b = perm[:k], perm[k:]
-        v = out[c].to_numpy().copy()
-        v[a], v[b] = v[b].copy(), v[a].copy()
-        out[c] = v
-    return out
+from riskcore.alc.swap import swap_frame
 
 
 def main() -> None:
@@ -40,7 +27,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     ori_path = SHARED / "datasets/alc-paper/original_data_parquet/adult.parquet"
     ori = pd.read_parquet(ori_path)
-    rel = swap(ori, 0.1)
+    rel = swap_frame(ori, 0.1)
     rel_path = OUT / "adult_swap20.parquet"
     rel.to_parquet(rel_path, index=False)
     cols = list(ori.columns)

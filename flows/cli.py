@@ -35,6 +35,15 @@ out = Console()
 EXIT_ERROR = 3
 
 
+def _write_json(doc: Any, target: str) -> None:
+    """Write a JSON document to a file, or to stdout for '-'."""
+    text = json.dumps(doc, indent=2, sort_keys=True)
+    if target == "-":
+        print(text)
+    else:
+        Path(target).write_text(text, encoding="utf-8")
+
+
 def _csv_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
@@ -178,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"measure": cmd_measure, "attack": cmd_attack, "alc": cmd_alc, "gate": cmd_gate, "report": cmd_report,
-                "serve": cmd_serve, "emit-anonymized": cmd_emit,
+        return {"measure": cmd_measure, "attack": cmd_attack, "alc": cmd_alc, "gate": cmd_gate,
+                "report": cmd_report, "serve": cmd_serve, "emit-anonymized": cmd_emit,
                 "example": cmd_example}[args.command](args)
     except RiskgateError as exc:
         console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}")
@@ -350,11 +359,7 @@ def cmd_attack(args: argparse.Namespace) -> int:
                            "risk": f["risk"], "risk_ci": [f["risk_ci_low"], f["risk_ci_high"]],
                            "result": res.to_dict(), "inputs": [i.to_dict() for i in infos],
                            "versions": versions()})
-        text = json.dumps(doc, indent=2, sort_keys=True)
-        if args.json_out == "-":
-            print(text)
-        else:
-            Path(args.json_out).write_text(text, encoding="utf-8")
+        _write_json(doc, args.json_out)
     return 0
 
 
@@ -443,11 +448,7 @@ def cmd_alc(args: argparse.Namespace) -> int:
             "attacks": [r.to_dict() for r in results]}
         doc = to_jsonable({**body, "inputs": [i.to_dict() for i in infos],
                            "column_kinds": dict(data.kinds), "versions": versions()})
-        text = json.dumps(doc, indent=2, sort_keys=True)
-        if args.json_out == "-":
-            print(text)
-        else:
-            Path(args.json_out).write_text(text, encoding="utf-8")
+        _write_json(doc, args.json_out)
     return 0
 
 

@@ -4,10 +4,10 @@ non-members from raw data, without the release.
 
 Model selection (once per attack scenario, on the whole original): a stratified split with a
 test part of 50 % below 6000 rows, else 3000 rows; every candidate is fitted on (at most 6000
-rows of) the train part and scored by its best PRC (Wilson width < 0.1) on the test part; the winner's PRC is the
-"expected PRC". The winning model class is then re-fitted once per control block on the
-original minus the block (minus whole households when a household column is given) and
-predicts the block's targets; confidence = the predicted class probability.
+rows of) the train part and scored by its best PRC (Wilson width < 0.1) on the test part; the
+winner's PRC is the "expected PRC". The winning model class is then re-fitted once per control
+block on the original minus the block (minus whole households when a household column is
+given) and predicts the block's targets; confidence = the predicted class probability.
 
 Candidates (the package's five, sized so that selection costs seconds, not minutes):
 ``hist_gradient_boosting`` (100 iterations, early stopping, native categorical splits),

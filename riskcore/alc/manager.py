@@ -50,6 +50,7 @@ from ..results import to_jsonable
 from .baseline import DEFAULT_MODELS, BaselineModel, BaselineSelection, select_baseline
 from .brm import BestRowMatch, Predictions
 from .data import ALCData
+from .swap import swap_arrays
 from .prc import (LOOSE_WIDTH, TIGHT_WIDTH, PRCParams, PRPoint, alc, alc_from_pr, band,
                   best_prc, exposed_group, prc, prc_table)
 
@@ -301,12 +302,8 @@ def _swap_table(data: ALCData, rows: np.ndarray, fraction: float,
     n = len(rows)
     codes = {c: v[rows].copy() for c, v in data.codes[t].items()}
     values = {c: v[rows].copy() for c, v in data.values[t].items()}
-    k = int(fraction * n)
     for c in data.columns:
-        perm = rng.permutation(n)[: 2 * k]
-        a, b = perm[:k], perm[k:2 * k]
-        for arr in ([codes[c]] + ([values[c]] if c in values else [])):
-            arr[a], arr[b] = arr[b].copy(), arr[a].copy()
+        swap_arrays([codes[c]] + ([values[c]] if c in values else []), fraction, rng)
     return ALCData(names=data.names + ("prior",), kinds=data.kinds,
                    codes={**data.codes, "prior": codes}, values={**data.values, "prior": values},
                    labels=data.labels, n={**data.n, "prior": n}, household=data.household,

@@ -12,24 +12,9 @@ import pytest
 
 from riskcore.alc import ALCConfig, from_frames, run_alc
 from riskcore.alc.scenarios import auto_scenarios, run_scenarios
+from riskcore.alc.swap import swap_frame
 
 pytestmark = pytest.mark.slow
-
-
-def swap(df: pd.DataFrame, fraction: float, seed: int = 42) -> pd.DataFrame:
-    """reference/alc/README.md: per column in file order, int(fraction n) disjoint random row
-    pairs exchange their values, numpy.random.default_rng(42)."""
-    rng = np.random.default_rng(seed)
-    out = df.copy()
-    n = len(df)
-    k = int(fraction * n)
-    for c in df.columns:
-        perm = rng.permutation(n)[: 2 * k]
-        a, b = perm[:k], perm[k:]
-        v = out[c].to_numpy().copy()
-        v[a], v[b] = v[b].copy(), v[a].copy()
-        out[c] = v
-    return out
 
 
 def reference_runs(shared) -> dict[str, dict]:
@@ -49,12 +34,13 @@ def reference_runs(shared) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def adult(shared):
     ori = pd.read_parquet(shared / "datasets/alc-paper/original_data_parquet/adult.parquet")
-    return ori, {20: from_frames(ori, swap(ori, 0.1)), 80: from_frames(ori, swap(ori, 0.4))}
+    return ori, {20: from_frames(ori, swap_frame(ori, 0.1)),
+                 80: from_frames(ori, swap_frame(ori, 0.4))}
 
 
 def test_swap_reproduces_the_reference_release(adult):
     ori, _ = adult
-    changed = (swap(ori, 0.1).astype(str).to_numpy() != ori.astype(str).to_numpy()).mean()
+    changed = (swap_frame(ori, 0.1).astype(str).to_numpy() != ori.astype(str).to_numpy()).mean()
     assert changed == pytest.approx(0.116, abs=0.001)  # README: 11.6 % of cells change
 
 

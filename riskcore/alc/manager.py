@@ -9,9 +9,9 @@ abstain: the baseline's value with confidence 0 stands in). Every 50 predictions
 decides whether to halt:
 
 1. Best PRC of both sides with Wilson width < 0.1 ("tight"). If either has none: with width
-   < 0.25 ("loose"), halt ``early_high_loose`` if ALC(base = lower bound... pessimistic) > 0.9,
-   ``early_low_loose`` if the optimistic ALC (base at its lower bound, attack at its upper
-   bound) < 0; otherwise continue.
+   < 0.25 ("loose"), halt ``early_high_loose`` if the pessimistic ALC (base at its upper bound,
+   attack at its lower bound) > 0.9, ``early_low_loose`` if the optimistic ALC (base at its
+   lower bound, attack at its upper bound) < 0; otherwise continue.
 2. Tight: halt ``early_low_tight`` if ALC < 0, ``early_high_tight`` if ALC > 0.98.
 3. Diminishing returns: the first tight checkpoint stores the best PRCs; later ones compare;
    progress = a gain >= max(0.01, 0.05 (1 - best)). Without progress on either side: halt

@@ -1,0 +1,73 @@
+"""decision.json and measures.json against their shipped, versioned JSON schemas."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from riskcore.schemas import SCHEMAS, load_schema, validate
+
+
+def test_every_schema_is_a_valid_draft_2020_12_schema():
+    for name in SCHEMAS:
+        jsonschema.Draft202012Validator.check_schema(load_schema(name))
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """The bundled example through the real gate, from the command line."""
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path_factory.mktemp("schemas")
+    exe = [sys.executable, "-m", "flows.cli"]
+    subprocess.run([*exe, "example", str(out / "data"), "--rows", "1500"], check=True, cwd=root)
+    cfg = (root / "examples/gate.yaml").read_text()
+    cfg = cfg.replace("../build/demo/", str(out / "data") + "/").replace(
+        "policy: policy.yaml", f"policy: {root / 'examples/policy.yaml'}")
+    (out / "gate.yaml").write_text(cfg)
+    done = subprocess.run([*exe, "gate", "--config", str(out / "gate.yaml"), "--json"],
+                          capture_output=True, text=True, cwd=root)
+    run = next((out / "data/runs").glob("*/*/decision.json")).parent
+    return done, run
+
+
+def test_gate_outputs_validate_and_exit_code_matches_the_verdict(demo_run):
+    done, run = demo_run
+    decision = json.loads((run / "decision.json").read_text())
+    measures = json.loads((run / "measures.json").read_text())
+    validate(decision)
+    validate(measures)
+    codes = {"APPROVED": 0, "REJECTED": 1, "NEEDS_REVIEW": 2, "ERROR": 3}
+    assert done.returncode == codes[decision["verdict"]], done.stderr[-2000:]
+    assert json.loads(done.stdout)["verdict"] == decision["verdict"]
+
+
+def test_the_schemas_catch_broken_documents(demo_run):
+    _, run = demo_run
+    decision = json.loads((run / "decision.json").read_text())
+    bad = copy.deepcopy(decision)
+    bad["verdict"] = "MAYBE"
+    with pytest.raises(jsonschema.ValidationError, match="MAYBE"):
+        validate(bad)
+    bad = copy.deepcopy(decision)
+    bad["approved"] = True  # approved needs the APPROVED verdict
+    if decision["verdict"] != "APPROVED":
+        with pytest.raises(jsonschema.ValidationError):
+            validate(bad)
+    bad = copy.deepcopy(decision)
+    bad["inputs"][0]["sha256"] = "not-a-checksum"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(bad)
+    measures = json.loads((run / "measures.json").read_text())
+    bad = copy.deepcopy(measures)
+    bad["measures"][0]["status"] = "not_computable"
+    bad["measures"][0]["reason"] = None  # a measure that could not compute must say why
+    with pytest.raises(jsonschema.ValidationError):
+        validate(bad)
+    with pytest.raises(KeyError, match="no schema"):
+        validate({"schema": "riskgate.unknown/9"})

@@ -27,6 +27,42 @@ HOW_TO_READ = {
         "t measures how far a group's distribution of a sensitive attribute is from the whole "
         "table's (earth mover's distance, 0 to 1). Large t means membership in a group says a "
         "lot about the sensitive value."),
+    "sdc": (
+        "Individual risk is the probability that a record is re-identified when the attacker "
+        "matches it against the population its sample weight stands for (sdcMicro). The global "
+        "risk is the expected share of re-identified records; household risk is the chance that "
+        "a household is re-identified through any of its members. A global risk at or below 1 % "
+        "is a common target."),
+    "suda": (
+        "SUDA2 finds minimal sample uniques: the smallest sets of quasi-identifier values that "
+        "only one record has. A record with small such sets is easy to single out; DIS-SUDA "
+        "turns the scores into a probability, and the per-variable contributions show which "
+        "variables make records unique (the ones to generalize first)."),
+    "population": (
+        "Estimates of how many records are unique in the whole population, not only in the "
+        "sample, from the sample's class sizes (Zayatz, Pitman, SNB; Dankar picks a model). "
+        "A population unique found in the release can be re-identified with certainty."),
+    "drisk": (
+        "dRisk is the share of records whose perturbed numeric values stay so close to the "
+        "original ones (within k standard deviations) that the original can be recognized."),
+    "singling_out": (
+        "The share of attempts in which a query built from the release isolates exactly one "
+        "original record, corrected by the same attack on records that were not used for the "
+        "release (control). The risk is that excess rate; 0 means the release adds nothing an "
+        "attacker could not already guess. The interval is 95 %."),
+    "linkability": (
+        "How often the release lets an attacker link two halves of a person's record (two "
+        "disjoint column sets) beyond what chance and the control records give."),
+    "inference": (
+        "How often an attacker who knows some columns infers a secret column correctly through "
+        "the release, beyond the same attack on control records. Reported per secret; the gate "
+        "uses the worst."),
+    "alc": (
+        "The Anonymity Loss Coefficient compares an attack on the release (best row match) with "
+        "the best prediction possible from other people's raw data (the baseline), at the "
+        "attack's most precise level of recall. Below 0.5 the release is safe for that secret; "
+        "0.5 to 0.75 is at risk; 0.75 and above is serious. A negative value means the release "
+        "helps an attacker less than the baseline. 'Insufficient evidence' is never a pass."),
 }
 
 

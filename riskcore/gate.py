@@ -106,8 +106,8 @@ def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"python": platform.python_version()}
-    for pkg in ("riskgate", "numpy", "pandas", "pyarrow", "great-expectations", "prefect", "scikit-learn",
-                "fsspec"):
+    for pkg in ("riskgate", "numpy", "pandas", "pyarrow", "great-expectations", "prefect",
+                "scikit-learn", "fsspec"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -23,7 +23,7 @@ from .errors import ConfigError, InputError
 from .indivrisk import DEFAULT_MAX_GLOBAL_RISK, sdc_risk
 from .population import US_POPULATION, population_uniqueness
 from .reid import DEFAULT_KS, DEFAULT_THRESHOLD, k_anonymity, reidentification_risk
-from .results import MeasureResult, not_computable
+from .results import MeasureResult, Status, not_computable
 from .suda import (DEFAULT_DIS_FRACTION, DEFAULT_MAX_KEYS, WARN_KEYS, attribute_level_contributions,
                    suda2, suda_result)
 
@@ -267,7 +267,6 @@ def _alc(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
     from .alc import ALCConfig, PRCParams, from_encoded
     from .alc.scenarios import Scenario, all_secrets, auto_scenarios, run_scenarios, summarize
     from .alc.targets import select_targets
-    from .results import Status
 
     _check_params("alc", params, ALC_PARAMS)
     missing = _attack_tables(inputs, "alc")

@@ -19,7 +19,7 @@ Gower distance.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -75,7 +75,6 @@ class ALCData:
         labels: column -> the label of each code (bins as 'lo..hi').
         n: table -> number of rows.
         household: the original's household code per row, or None.
-        notes: what the typing decided (for the report).
     """
 
     names: tuple[str, ...]
@@ -85,7 +84,6 @@ class ALCData:
     labels: Mapping[str, np.ndarray]
     n: Mapping[str, int]
     household: np.ndarray | None = None
-    notes: tuple[str, ...] = field(default=())
 
     @property
     def original(self) -> str:
@@ -143,11 +141,12 @@ class ALCData:
         return self.codes[table][secret]
 
 
-def _bin(values: np.ndarray, lo: float, hi: float, bins: int) -> np.ndarray:
-    if lo == hi:
-        edges = np.linspace(lo - 1, hi + 1, bins + 1)
-    else:
-        edges = np.linspace(lo, hi, bins + 1)
+def _edges(lo: float, hi: float, bins: int) -> np.ndarray:
+    """Equal-width bin edges from lo to hi (lo - 1 to hi + 1 for a constant column)."""
+    return np.linspace(lo, hi, bins + 1) if lo != hi else np.linspace(lo - 1, hi + 1, bins + 1)
+
+
+def _bin(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     out = np.searchsorted(edges[1:-1], values, side="right").astype(np.int32)
     out[~np.isfinite(values)] = -1
     return out
@@ -169,7 +168,6 @@ def from_encoded(tables: Sequence[EncodedTable], columns: Sequence[str] | None =
     cols = [c for c in (columns or list(ori.columns)) if c != household]
     types = dict(types or {})
     kinds: dict[str, str] = {}
-    notes: list[str] = []
     for c in cols:
         col = ori.column(c)
         if c in types:
@@ -199,14 +197,13 @@ def from_encoded(tables: Sequence[EncodedTable], columns: Sequence[str] | None =
                 raise InputError(f"ALC: column '{c}' has no value in any table; drop it from "
                                  "the attack")
             lo, hi = float(finite.min()), float(finite.max())
-            edges = np.linspace(lo, hi, bins + 1) if lo != hi else np.linspace(lo - 1, hi + 1,
-                                                                              bins + 1)
+            edges = _edges(lo, hi, bins)
             labels[c] = np.array([f"{edges[i]:.6g}..{edges[i + 1]:.6g}" for i in range(bins)],
                                  dtype=object)
             for t in present:
                 v = t.column(c).values
                 values[t.name][c] = v
-                codes[t.name][c] = _bin(v, lo, hi, bins)
+                codes[t.name][c] = _bin(v, edges)
         else:
             labels[c] = np.asarray(ori.column(c).categories, dtype=object)
             for t in present:
@@ -215,7 +212,7 @@ def from_encoded(tables: Sequence[EncodedTable], columns: Sequence[str] | None =
     if household:
         hh = ori.column(household).codes
     return ALCData(names=names, kinds=kinds, codes=codes, values=values, labels=labels,
-                   n={t.name: t.n for t in tables}, household=hh, notes=tuple(notes))
+                   n={t.name: t.n for t in tables}, household=hh)
 
 
 def from_frames(original: pd.DataFrame, released: pd.DataFrame | Sequence[pd.DataFrame],

@@ -306,8 +306,7 @@ def _swap_table(data: ALCData, rows: np.ndarray, fraction: float,
         swap_arrays([codes[c]] + ([values[c]] if c in values else []), fraction, rng)
     return ALCData(names=data.names + ("prior",), kinds=data.kinds,
                    codes={**data.codes, "prior": codes}, values={**data.values, "prior": values},
-                   labels=data.labels, n={**data.n, "prior": n}, household=data.household,
-                   notes=data.notes)
+                   labels=data.labels, n={**data.n, "prior": n}, household=data.household)
 
 
 def run_alc(data: ALCData, secret: str, known: Sequence[str],

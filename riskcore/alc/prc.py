@@ -167,6 +167,11 @@ def _sorted(confidence: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np
     return np.asarray(confidence, dtype=float)[order], np.asarray(correct, dtype=bool)[order]
 
 
+def _tie_ends(conf_sorted: np.ndarray) -> np.ndarray:
+    """Index of the last prediction of each run of equal confidence (sorted input)."""
+    return np.flatnonzero(np.r_[conf_sorted[1:] != conf_sorted[:-1], True])
+
+
 def _point(conf_sorted: np.ndarray, correct_sorted: np.ndarray, threshold: float,
            total: int, recall_scale: float, params: PRCParams) -> PRPoint:
     n = int(np.count_nonzero(conf_sorted >= threshold))
@@ -220,7 +225,7 @@ def prc_table(confidence: np.ndarray, correct: np.ndarray, params: PRCParams = P
     if total == 0:
         return []
     conf_s, corr_s = _sorted(confidence, correct)
-    ends = np.flatnonzero(np.r_[conf_s[1:] != conf_s[:-1], True])  # last index of each tie
+    ends = _tie_ends(conf_s)
     if len(ends) > max_rows:
         logn = np.log(ends + 1.0)
         targets = np.linspace(logn[0], logn[-1], max_rows)
@@ -244,7 +249,7 @@ def exposed_group(confidence: np.ndarray, correct: np.ndarray, base_prc: float,
     if total == 0:
         return None
     conf_s, corr_s = _sorted(confidence, correct)
-    ends = np.flatnonzero(np.r_[conf_s[1:] != conf_s[:-1], True])
+    ends = _tie_ends(conf_s)
     n = ends + 1.0
     c = np.cumsum(corr_s)[ends]
     lo, hi = wilson_bounds(c, n, params.confidence_level)

@@ -17,6 +17,7 @@ at risk, >= 0.75 serious, insufficient evidence) and the worst attack.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -133,7 +134,7 @@ def run_scenarios(data: ALCData, scenarios: Sequence[Scenario],
     """Run every scenario with the same configuration (the seed of the i-th is seed + i)."""
     out = []
     for i, sc in enumerate(scenarios):
-        cfg = ALCConfig(**{**config.__dict__, "seed": config.seed + i})
+        cfg = dataclasses.replace(config, seed=config.seed + i)
         out.append(run_alc(data, sc.secret, list(sc.known), cfg, **kwargs))
         if progress:
             progress(i + 1, len(scenarios), f"{sc.secret}: ALC {out[-1].alc}")

@@ -20,7 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,31 @@ def _write_json(doc: Any, target: str) -> None:
 
 def _csv_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+@contextmanager
+def progress_bars() -> Iterator[None]:
+    """Rich progress bars (count, elapsed, ETA) for every label riskcore ticks under.
+
+    Drawn on stderr and only on a terminal; pipelines see nothing of them.
+    """
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from riskcore import progress
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+                  transient=True) as bar:
+        ids: dict[str, Any] = {}
+
+        def on_tick(label: str, step: str, done: int, total: int | None) -> None:
+            if label not in ids:
+                ids[label] = bar.add_task(label, total=total)
+            bar.update(ids[label], completed=done, total=total, description=f"{label}: {step}")
+
+        with progress.listen(on_tick):
+            yield
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -156,11 +184,19 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--dask-address", help="run the measure tasks on this Dask scheduler")
     g.add_argument("--dask-local", type=int, metavar="N",
                    help="start a local Dask cluster with N workers for the measure tasks")
+    g.add_argument("--report-detail", choices=["summary", "full"], default=None,
+                   dest="report_detail", help="'full' adds the quasi-identifier values of the "
+                   "riskiest records to the report, labelled as examples (overrides the config)")
     g.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    g.add_argument("--verbose", action="store_true", help="show Prefect's run log on the console")
 
     r = sub.add_parser("report", help="re-render report.html from a run folder's JSON outputs")
     r.add_argument("run_dir", help="folder holding decision.json (local path or fsspec URL)")
     r.add_argument("--out", help="where to write the HTML (default RUN_DIR/report.rerendered.html)")
+    r.add_argument("--report-detail", choices=["summary", "full"], default=None,
+                   dest="report_detail", help="'full' shows the example values the run "
+                   "recorded (quasi-identifiers only); default: the run's own setting")
+    r.add_argument("--json", action="store_true", help="print where the report went as JSON")
 
     s = sub.add_parser("serve", help="serve the gate's deployments (schedule + event trigger)")
     s.add_argument("--config", required=True,
@@ -212,7 +248,7 @@ def _measure_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
-    from riskcore import Roles, encode_tables
+    from riskcore import Roles, encode_tables, progress
     from riskcore.errors import ConfigError
     from riskcore.gate import per_record_parquet, versions
     from riskcore.measures import MeasureInputs, run_measure
@@ -262,9 +298,11 @@ def cmd_measure(args: argparse.Namespace) -> int:
                 ("dis_fraction", st.get("dis_fraction"))) if v is not None}
         if st.get("population_size") is not None:
             plan["population"] = {"population_size": st["population_size"]}
-        results = {}
-        for name, params in plan.items():
-            status.update(f"{name}...")
+    results = {}
+    with progress_bars():
+        for i, (name, params) in enumerate(plan.items()):
+            with progress.scope("measures"):
+                progress.tick(name, i, len(plan))
             t0 = time.perf_counter()
             results[name] = run_measure(name, inputs, params)
             timings[name] = time.perf_counter() - t0
@@ -329,7 +367,7 @@ def cmd_attack(args: argparse.Namespace) -> int:
         enc = encode_attack_tables(frames["original"], frames["released"], frames.get("control"),
                                    cols)
     ori, rel, ctl = enc["original"], enc["released"], enc.get("control")
-    with console.status(f"{args.kind}: {args.n_attacks} attacks..."):
+    with progress_bars():
         if args.kind == "singling-out":
             from riskcore.attacks.singling_out import singling_out
 
@@ -457,6 +495,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from riskcore.gateconfig import load_gate_config
 
     cfg = load_gate_config(args.config)
+    if args.report_detail:
+        cfg = cfg.model_copy(update={"report": cfg.report.model_copy(
+            update={"detail": args.report_detail})})
+    if not args.verbose:  # the progress bars and the summary replace Prefect's console log
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+    # the ephemeral server's telemetry cannot reach anything from a closed network
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from flows.release_gate import release_gate
 
     flow_fn = release_gate
@@ -471,27 +516,51 @@ def cmd_gate(args: argparse.Namespace) -> int:
                                                     "threads_per_worker": 1})
         flow_fn = release_gate.with_options(task_runner=runner)
     console.print(f"release gate [bold]{cfg.release_id}[/]: running...")
-    outcome = flow_fn(config=cfg, config_name=cfg.release_id)
+    with progress_bars():
+        outcome = flow_fn(config=cfg, config_name=cfg.release_id)
     if args.json:
         print(json.dumps(outcome, indent=2, default=str))
     else:
-        colour = {"APPROVED": "green", "NEEDS_REVIEW": "yellow", "REJECTED": "red"}.get(
-            outcome["verdict"], "magenta")
-        out.print(f"\nverdict: [bold {colour}]{outcome['verdict']}[/]")
-        for reason in outcome.get("reasons", [])[:15]:
-            out.print(f"  - {reason}")
-        out.print(f"decision: {outcome['decision_url']}")
-        if outcome.get("report_url"):
-            out.print(f"report:   {outcome['report_url']}")
+        print_outcome(outcome, out)
     return int(outcome["exit_code"])
+
+
+VERDICT_STYLE = {"APPROVED": "green", "NEEDS_REVIEW": "yellow", "REJECTED": "red"}
+CHECK_STYLE = {"pass": "green", "review": "yellow", "insufficient": "yellow", "fail": "red",
+               "error": "magenta"}
+
+
+def print_outcome(outcome: dict[str, Any], target: Console) -> None:
+    """The gate's summary: a table of every policy check, the verdict and where things went."""
+    checks = outcome.get("checks") or []
+    if checks:
+        table = Table(title=f"policy checks of {outcome['release_id']}", header_style="bold")
+        for col, justify in (("check", "left"), ("value", "right"), ("threshold", "left"),
+                             ("verdict", "left")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for c in checks:
+            value = c.get("value")
+            txt = "n/a" if value is None else f"{value:.6g}"
+            style = CHECK_STYLE.get(c["verdict"], "")
+            table.add_row(c["figure"], txt, str(c.get("threshold", "")),
+                          f"[{style}]{c['verdict']}[/]" if style else c["verdict"])
+        target.print(table)
+    colour = VERDICT_STYLE.get(outcome["verdict"], "magenta")
+    target.print(f"verdict: [bold {colour}]{outcome['verdict']}[/]")
+    for reason in outcome.get("reasons", [])[:15]:
+        target.print(f"  - {reason}", soft_wrap=True)
+    target.print(f"decision: {outcome['decision_url']}", soft_wrap=True)
+    if outcome.get("report_url"):
+        target.print(f"report:   {outcome['report_url']}", soft_wrap=True)
 
 
 # ---------------------------------------------------------------- report
 def cmd_report(args: argparse.Namespace) -> int:
     import fsspec
+    import pandas as pd
 
     from riskcore.gate import report_html
-    from riskcore.tableio import join_url
+    from riskcore.tableio import exists, join_url
 
     def read_json(name: str) -> Any:
         url = join_url(args.run_dir, name)
@@ -507,11 +576,26 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         raise InputError(f"no decision.json in '{args.run_dir}': not a finished gate run")
     measures = (read_json("measures.json") or {}).get("measures", [])
-    html = report_html(decision, measures, read_json("validation.json"))
+    per_record = None
+    pr_url = join_url(args.run_dir, "per_record.parquet")
+    if exists(pr_url):
+        per_record = pd.read_parquet(pr_url)
+    detail = args.report_detail or (decision.get("config") or {}).get("report", {}).get(
+        "detail", "summary")
+    examples = read_json("examples.json") if detail == "full" else None
+    if detail == "full" and examples is None:
+        console.print("[yellow]note:[/] this run recorded no example values (examples.json); "
+                      "run the gate with --report-detail full to record them")
+    html = report_html(decision, measures, read_json("validation.json"), per_record, detail,
+                       examples)
     target = args.out or join_url(args.run_dir, "report.rerendered.html")
     with fsspec.open(target, "wb") as fh:
         fh.write(html)
-    out.print(f"report written to {target}")
+    if args.json:
+        print(json.dumps({"report_url": target, "detail": detail,
+                          "verdict": decision.get("verdict"), "bytes": len(html)}, indent=2))
+    else:
+        out.print(f"report written to {target}")
     return 0
 
 

@@ -19,15 +19,17 @@ from typing import Any
 import pandas as pd
 from prefect import flow, get_run_logger
 from prefect.concurrency.sync import concurrency, rate_limit
-from prefect.futures import wait
+from prefect.futures import as_completed, wait
 from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from riskcore import progress
 from riskcore.errors import RiskgateError
 from riskcore.gate import (decision_record, measures_document, measures_to_run, now_iso,
-                           per_record_parquet, records_parquet, report_html,
+                           parquet_bytes, per_record_frame, records_parquet, report_html,
                            run_folder)
+from riskcore.report.examples import example_records
 from riskcore.gateconfig import GateConfig, load_gate_config
 from riskcore.policy import Decision, Verdict, fixed_decision, load_policy
 from riskcore.tableio import join_url
@@ -134,6 +136,8 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
     try:
         policy = load_policy(cfg.policy, options)
         to_run, unavailable = measures_to_run(cfg, policy)
+        n_steps = 5 + len(to_run)  # load, validate, encode, measures..., decide, write
+        _tick("loading tables", 0, n_steps)
 
         t0 = time.perf_counter()
         futures = {name: load_table.submit(cfg, name, options)
@@ -145,10 +149,12 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
             frames[name] = df
             infos.append(info)
         step("load", t0)
+        _tick("validating (Great Expectations)", 1, n_steps)
 
         t0 = time.perf_counter()
         report = validate_inputs(frames, cfg.role_spec)
         step("validate", t0)
+        _tick("encoding", 2, n_steps)
         validation_doc = report.to_dict()
         files["validation.json"] = json.dumps(validation_doc, indent=2).encode()
         if not report.success:
@@ -161,11 +167,14 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
         inputs = encode_inputs(cfg, frames)
         del frames
         step("encode", t0)
+        _tick(f"running {len(to_run)} measures", 3, n_steps)
 
         t0 = time.perf_counter()
         mfutures = {name: measure.submit(name, inputs, params)
                     for name, params in to_run.items()}
-        wait(list(mfutures.values()))
+        names = {id(f): n for n, f in mfutures.items()}
+        for i, fut in enumerate(as_completed(list(mfutures.values())), start=1):
+            _tick(f"measure {names[id(fut)]} finished", 3 + i, n_steps)
         results, errors = {}, {}
         for name, fut in mfutures.items():
             try:
@@ -174,28 +183,42 @@ def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
                 errors[name] = f"{type(exc).__name__}: {exc}"
                 log.error("measure %s failed: %s", name, exc)
         step("measures", t0)
+        _tick("deciding", n_steps - 2, n_steps)
 
         t0 = time.perf_counter()
         decision = decide_release(policy, results, errors, unavailable)
         step("decide", t0)
+        _tick("writing outputs", n_steps - 1, n_steps)
         decision = _maybe_review(cfg, decision, log, extra)
 
         measures_doc = measures_document(cfg, run_id, results, errors)
         files["measures.json"] = json.dumps(measures_doc, indent=2).encode()
-        files["per_record.parquet"] = per_record_parquet(results, inputs.released.n)
+        per_record = per_record_frame(results, inputs.released.n)
+        files["per_record.parquet"] = parquet_bytes(per_record)
         files.update(records_parquet(results))
+        examples = None
+        if cfg.report.detail == "full":
+            examples = example_records(inputs.released, results, cfg.report.examples)
+            files["examples.json"] = json.dumps(examples, indent=2).encode()
         return _finish(cfg, run_id, folder, decision, infos, timings, started, files,
-                       validation_doc, measures_doc["measures"], options, extra, log)
+                       validation_doc, measures_doc["measures"], options, extra, log,
+                       per_record=per_record, examples=examples)
     except RiskgateError as exc:
         decision = fixed_decision(Verdict.ERROR, [f"{type(exc).__name__}: {exc}"])
     except Exception as exc:
         log.error("gate failed: %s", traceback.format_exc())
         decision = fixed_decision(Verdict.ERROR, [f"unexpected error {type(exc).__name__}: {exc}"])
     files.pop("measures.json", None)
+    files.pop("examples.json", None)
     for name in [k for k in files if k.endswith(".parquet")]:
         files.pop(name)  # per-record and per-target tables of a failed run are not written
     return _finish(cfg, run_id, folder, decision, infos, timings, started, files, validation_doc,
                    [], options, extra, log)
+
+
+def _tick(step: str, done: int, total: int) -> None:
+    with progress.scope("gate"):
+        progress.tick(step, done, total)
 
 
 def _maybe_review(cfg: GateConfig, decision: Decision, log, extra: dict[str, Any]) -> Decision:
@@ -224,11 +247,12 @@ def _maybe_review(cfg: GateConfig, decision: Decision, log, extra: dict[str, Any
 
 
 def _finish(cfg, run_id, folder, decision, infos, timings, started, files, validation_doc,
-            measures, options, extra, log) -> dict[str, Any]:
+            measures, options, extra, log, per_record=None, examples=None) -> dict[str, Any]:
     t0 = time.perf_counter()
     record = decision_record(cfg, run_id, decision, infos, timings, started, extra)
     files = dict(files)
-    files["report.html"] = report_html(record, measures, validation_doc)
+    files["report.html"] = report_html(record, measures, validation_doc, per_record,
+                                       cfg.report.detail, examples)
     written = write_outputs(folder, files, record, options)
     timings["write"] = time.perf_counter() - t0
     report_url = written.get("report.html")
@@ -239,4 +263,4 @@ def _finish(cfg, run_id, folder, decision, infos, timings, started, files, valid
     return {"release_id": cfg.release_id, "verdict": decision.verdict.value,
             "exit_code": decision.verdict.exit_code, "folder": folder,
             "decision_url": join_url(folder, "decision.json"), "report_url": report_url,
-            "reasons": list(decision.reasons)}
+            "reasons": list(decision.reasons), "checks": record.get("checks", [])}

@@ -79,16 +79,25 @@ def prepare_inputs(cfg: GateConfig, frames: Mapping[str, pd.DataFrame]) -> Measu
                          missing=cfg.missing, alpha=cfg.alpha, seed=cfg.seed)
 
 
-def per_record_parquet(results: Mapping[str, MeasureResult], n: int) -> bytes:
+def per_record_frame(results: Mapping[str, MeasureResult], n: int) -> pd.DataFrame:
     """Per-record risks keyed by row number (0-based row of the released table)."""
     cols: dict[str, Any] = {"row": np.arange(n, dtype=np.int64)}
     for name, res in results.items():
         for key, arr in res.per_record.items():
             if len(arr) == n:
                 cols[f"{name}.{key}"] = np.asarray(arr)
+    return pd.DataFrame(cols)
+
+
+def parquet_bytes(frame: pd.DataFrame) -> bytes:
     buf = io.BytesIO()
-    pd.DataFrame(cols).to_parquet(buf, index=False)
+    frame.to_parquet(buf, index=False)
     return buf.getvalue()
+
+
+def per_record_parquet(results: Mapping[str, MeasureResult], n: int) -> bytes:
+    """``per_record.parquet``: see :func:`per_record_frame`."""
+    return parquet_bytes(per_record_frame(results, n))
 
 
 def records_parquet(results: Mapping[str, MeasureResult]) -> dict[str, bytes]:
@@ -171,9 +180,11 @@ def write_run(folder: str, files: Mapping[str, bytes], decision: Mapping[str, An
 
 
 def report_html(decision: Mapping[str, Any], measures: list[dict[str, Any]],
-                validation: Mapping[str, Any] | None) -> bytes:
-    return render_report(dict(decision), measures, dict(validation) if validation else None
-                         ).encode("utf-8")
+                validation: Mapping[str, Any] | None, per_record: pd.DataFrame | None = None,
+                detail: str = "summary", examples: Mapping[str, Any] | None = None) -> bytes:
+    return render_report(dict(decision), measures, dict(validation) if validation else None,
+                         per_record=per_record, detail=detail,
+                         examples=dict(examples) if examples else None).encode("utf-8")
 
 
 def measures_document(cfg: GateConfig, run_id: str, results: Mapping[str, MeasureResult],

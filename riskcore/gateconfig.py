@@ -46,6 +46,14 @@ class Storage(BaseModel):
         return value
 
 
+class ReportOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    detail: Literal["summary", "full"] = Field(
+        "summary", description="'full' adds quasi-identifier values of the riskiest records, "
+        "labelled as example values; sensitive values and direct identifiers never appear")
+    examples: int = Field(10, ge=0, le=1000, description="riskiest records shown with 'full'")
+
+
 class GateConfig(BaseModel):
     """Everything one gate run needs; see examples/gate.yaml."""
 
@@ -69,6 +77,7 @@ class GateConfig(BaseModel):
     storage: Storage = Field(default_factory=Storage)
     review: Literal["none", "pause"] = "none"
     review_timeout_s: int = Field(3600, ge=1)
+    report: ReportOptions = Field(default_factory=ReportOptions)
 
     @field_validator("roles")
     @classmethod

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from . import progress
 from .classes import frequencies
 from .data import EncodedTable, MissingPolicy
 from .diversity import DEFAULT_MISSING_CODE, DEFAULT_RECURSIVE_C, l_diversity, t_closeness
@@ -304,6 +305,7 @@ def _alc(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
     targets = (select_targets(data, params["target_query"]) if params.get("target_query")
                else None)
     results = run_scenarios(data, scenarios, cfg, targets=targets,
+                            progress=lambda done, total, _s: progress.tick("attacks", done, total),
                             recall=params.get("recall", "targeted"),
                             baseline=params.get("baseline", "model"))
     summary = summarize(results)
@@ -379,4 +381,5 @@ def run_measure(name: str, inputs: MeasureInputs, params: Mapping[str, Any] | No
     if name not in MEASURES:
         check_measure_names([name])
         return not_computable(name, PLANNED[name])
-    return MEASURES[name](inputs, dict(params or {}))
+    with progress.scope(name):
+        return MEASURES[name](inputs, dict(params or {}))

@@ -34,6 +34,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from . import progress
 from .classes import group_rows
 from .errors import ConfigError
 from .results import MeasureResult
@@ -122,7 +123,9 @@ def suda2(
     # nu[S]: combos alive on S (present on S, non-unique on every subset of S) and non-unique on S
     prev: dict[tuple[int, ...], np.ndarray] = {(): np.ones(u, dtype=bool) if u > 1 else
                                                np.zeros(u, dtype=bool)}
-    for k in range(1, min(kmax, m) + 1):
+    levels = min(kmax, m)
+    for k in range(1, levels + 1):
+        progress.tick("SUDA2 key-subset sizes", k - 1, levels)
         cur: dict[tuple[int, ...], np.ndarray] = {}
         for T in combinations(range(m), k):
             alive = None

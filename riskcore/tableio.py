@@ -21,7 +21,6 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import fsspec
-import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import progress
 from ..data import EncodedTable
 
 DEFAULT_MAX_CELLS = 4_000_000
@@ -97,6 +98,7 @@ def kneighbors(queries: MixedMatrix, candidates: MixedMatrix, k: int,
     out_i = np.empty((nq, k), dtype=np.int64)
     out_d = np.empty((nq, k))
     for start in range(0, nq, block):
+        progress.tick("nearest neighbours (queries)", start, nq)
         sl = slice(start, min(nq, start + block))
         D = _block(queries.numeric[sl], queries.categorical[sl], candidates)
         idx, dist = _smallest_k(D, k)

@@ -5,7 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import yaml
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from ..errors import ConfigError
+from . import views
 
 _TEMPLATES = Path(__file__).parent / "templates"
 
@@ -88,8 +93,47 @@ def _fmt_number(value: Any) -> str:
     return str(value)
 
 
+DETAILS = ("summary", "full")
+
+
 def render_report(decision: dict[str, Any], measures: list[dict[str, Any]],
-                  validation: dict[str, Any] | None) -> str:
-    """Render ``report.html`` from the JSON outputs (decision, measures, validation)."""
+                  validation: dict[str, Any] | None, per_record: pd.DataFrame | None = None,
+                  detail: str = "summary", examples: dict[str, Any] | None = None) -> str:
+    """Render ``report.html`` from the run's outputs.
+
+    Args:
+        decision, measures, validation: the JSON documents of the run.
+        per_record: ``per_record.parquet`` as a frame (risk distributions); without it the
+            report falls back to the histograms stored in ``measures.json``.
+        detail: "summary" shows no data values at all (row numbers, counts, column names);
+            "full" also shows quasi-identifier values (the riskiest records and the values
+            that drive SUDA uniqueness), labelled as example values. Values of sensitive
+            attributes and direct identifiers are never shown.
+        examples: the riskiest records' quasi-identifier values
+            (:func:`riskcore.report.examples.example_records`), shown only with "full".
+    """
+    if detail not in DETAILS:
+        raise ConfigError(f"report detail must be one of {DETAILS}, got {detail!r}")
+    by_name = {m["measure"]: m for m in measures}
+    checks = decision.get("checks", [])
+    roles = decision.get("roles") or {}
+    hidden = set(roles.get("sensitive") or ()) | set(roles.get("direct_identifiers") or ())
+    families = {name for _, _, names in views.SECTIONS for name in names if name in by_name}
+    sections = []
+    for key, title, names in views.SECTIONS:
+        present = [by_name[n] for n in names if n in by_name]
+        if present:
+            sections.append({"key": key, "title": title, "measures": present})
+    config_yaml = yaml.safe_dump(decision.get("config") or {}, sort_keys=False,
+                                 allow_unicode=True)
     return _env().get_template("report.html.j2").render(
-        decision=decision, measures=measures, validation=validation, how_to_read=HOW_TO_READ)
+        decision=decision, measures=measures, validation=validation, sections=sections,
+        how_to_read=HOW_TO_READ, families=families, detail=detail,
+        checks=[dict(c, advice=views.advice(c)) for c in checks],
+        reid=views.reid_view(by_name, checks, per_record),
+        sdc=views.sdc_view(by_name, per_record, hidden),
+        attacks=views.attacks_view(by_name),
+        alc=views.alc_view(by_name),
+        examples=examples if detail == "full" else None,
+        config_yaml=config_yaml,
+        per_record_used=per_record is not None)

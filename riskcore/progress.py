@@ -1,0 +1,55 @@
+"""Progress of long steps, for whoever listens (the CLI's progress bars).
+
+Library code calls :func:`tick` at natural checkpoints (a SUDA2 level, a block of attack
+queries, an ALC checkpoint); it costs one list check when nobody listens. The measure being run
+sets the label with :func:`scope`, so that parallel measures report separately. Listeners are
+process-wide: measures run on Dask workers in other processes report nothing to the CLI.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+#: listener(label, step, done, total): total None when unknown
+Listener = Callable[[str, str, int, "int | None"], None]
+
+_scope: ContextVar[str] = ContextVar("riskgate_progress_scope", default="")
+_listeners: list[Listener] = []
+_lock = threading.Lock()
+
+
+@contextmanager
+def scope(label: str) -> Iterator[None]:
+    """Ticks inside this block are reported under ``label`` (e.g. the measure's name)."""
+    token = _scope.set(label)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+@contextmanager
+def listen(listener: Listener) -> Iterator[None]:
+    """Call ``listener`` for every tick while the block runs."""
+    with _lock:
+        _listeners.append(listener)
+    try:
+        yield
+    finally:
+        with _lock:
+            _listeners.remove(listener)
+
+
+def tick(step: str, done: int, total: int | None = None) -> None:
+    """Report that ``done`` of ``total`` units of ``step`` are finished."""
+    if not _listeners:
+        return
+    label = _scope.get() or step
+    for fn in tuple(_listeners):
+        try:
+            fn(label, step, int(done), None if total is None else int(total))
+        except Exception:  # a broken progress display must never break a measure
+            pass

@@ -1,0 +1,323 @@
+"""What the report shows for each measure family, computed from the run's JSON outputs.
+
+Plots read counts, rates and column names only. Distributions come from the per-record table
+(``per_record.parquet``) when it is given, else from the histograms stored in ``measures.json``;
+a plot whose data is absent is left out and the section says why.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from markupsafe import Markup
+
+from . import plots
+
+#: upper edges of the risk bands used by every risk distribution in the report
+RISK_EDGES = (0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
+RISK_LABELS = ("≤0.001", "≤0.01", "≤0.05", "≤0.1", "≤0.2", "≤0.5", "≤1")
+#: class-size buckets of the class-size histogram (lower bounds; the last is open)
+SIZE_BUCKETS = (1, 2, 3, 4, 5, 10, 20, 50, 100)
+
+#: the sections of the report and the measure families each one shows
+SECTIONS = (
+    ("reid", "Re-identification risk", ("k_anonymity", "reid")),
+    ("sdc", "sdcMicro measures", ("sdc", "suda", "l_diversity", "t_closeness", "population",
+                                  "drisk")),
+    ("attacks", "Attacks (Anonymeter)", ("singling_out", "linkability", "inference")),
+    ("alc", "Anonymity Loss Coefficient", ("alc",)),
+)
+
+#: what to do when a check on a figure of this family fails
+ADVICE = {
+    "k_anonymity": "Generalize (coarser bands, larger regions) or suppress the quasi-identifier "
+                   "values of the smallest classes; the class-size histogram shows how many "
+                   "records sit in them.",
+    "reid": "The risk sits in small classes: generalize or suppress quasi-identifiers until no "
+            "class is smaller than 1/T. Journalist figures also depend on the sample weights.",
+    "l_diversity": "Some group of records shares one sensitive value: generalize the quasi-"
+                   "identifiers so that groups merge, suppress those records, or perturb the "
+                   "sensitive attribute.",
+    "t_closeness": "Some group's sensitive distribution is far from the table's: generalize "
+                   "the quasi-identifiers or perturb the sensitive attribute.",
+    "sdc": "Treat the riskiest records first (local suppression, recoding); sdcMicro's "
+           "'threshold' figure is the individual risk to bring them under. Household risk "
+           "needs household-level treatment (e.g. drop household size or structure).",
+    "suda": "Generalize the variables with the largest SUDA contributions first (see the "
+            "contributions plot), or suppress values in the records with the highest scores.",
+    "population": "Records unique in the population can be re-identified with certainty: "
+                  "generalize the quasi-identifiers or release a smaller sample.",
+    "drisk": "Perturbed numeric values stay too close to the originals: add more noise or "
+             "swap more records.",
+    "singling_out": "Queries built from the release isolate real people: generalize or drop "
+                    "rare values and outliers, or synthesize with more privacy (fewer "
+                    "near-copies of original rows).",
+    "linkability": "The release links the attacker's two column sets: generalize or perturb "
+                   "the columns of one set, or remove near-copies of original rows.",
+    "inference": "The release lets an attacker infer the secret better than the control: "
+                 "perturb the secret, generalize the columns it is inferred from, or remove "
+                 "near-copies of original rows.",
+    "alc": "The best-row-match attack predicts the secret better than the baseline: look at "
+           "the attack with the highest ALC, remove near-copies of original rows, generalize "
+           "its known columns or perturb the secret.",
+}
+INSUFFICIENT_ADVICE = ("The figure could not be computed or is not significant yet (see the "
+                       "measure's reason): the gate never passes what it could not measure. "
+                       "Add the missing input or parameter, or run more attacks.")
+
+
+def family(figure: str) -> str:
+    return figure.split(".", 1)[0]
+
+
+def advice(check: Mapping[str, Any]) -> str:
+    """What to do about a check that did not pass ('' for a pass)."""
+    verdict = check.get("verdict")
+    if verdict == "pass":
+        return ""
+    if verdict in ("insufficient", "error"):
+        return INSUFFICIENT_ADVICE
+    return ADVICE.get(family(str(check.get("figure", ""))), "")
+
+
+def check_threshold(checks: Sequence[Mapping[str, Any]], figure: str) -> float | None:
+    """The numeric bound of the first check on ``figure`` (e.g. 3 from '>= 3')."""
+    for c in checks:
+        if c.get("figure") == figure:
+            m = re.search(r"-?\d+(\.\d+)?(e-?\d+)?", str(c.get("threshold", "")))
+            if m:
+                return float(m.group(0))
+    return None
+
+
+def _column(per_record: pd.DataFrame | None, name: str) -> np.ndarray | None:
+    if per_record is None or name not in per_record.columns:
+        return None
+    arr = per_record[name].to_numpy(dtype=float, na_value=np.nan)
+    return arr[np.isfinite(arr)]
+
+
+def risk_counts(values: np.ndarray) -> list[int]:
+    """Records per risk band (upper edges RISK_EDGES, each band includes its upper edge)."""
+    idx = np.searchsorted(np.asarray(RISK_EDGES), values, side="left")
+    return np.bincount(np.minimum(idx, len(RISK_EDGES) - 1), minlength=len(RISK_EDGES)
+                       ).tolist()
+
+
+def _risk_plot(plot_id: str, title: str, counts: Sequence[int], highlight_from: float | None,
+               caption: str) -> Markup:
+    lows = (0.0,) + RISK_EDGES[:-1]
+    hl = [highlight_from is not None and lo >= highlight_from - 1e-12 for lo in lows]
+    return plots.bar_chart(plot_id, title, RISK_LABELS, counts, xlabel="risk band",
+                           ylabel="records", highlight=hl, caption=caption)
+
+
+def size_buckets(hist: Sequence[Sequence[int]]) -> tuple[list[str], list[int], list[int]]:
+    """(labels, records, classes) per class-size bucket from [[size, classes], ...]."""
+    sizes = np.array([h[0] for h in hist], dtype=np.int64)
+    classes = np.array([h[1] for h in hist], dtype=np.int64)
+    lows = np.asarray(SIZE_BUCKETS)
+    idx = np.searchsorted(lows, sizes, side="right") - 1
+    recs = np.bincount(idx, weights=sizes * classes, minlength=lows.size).astype(int)
+    cls = np.bincount(idx, weights=classes, minlength=lows.size).astype(int)
+    labels = [str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}"
+              for lo, hi in zip(SIZE_BUCKETS, SIZE_BUCKETS[1:])] + [f"{SIZE_BUCKETS[-1]}+"]
+    return labels, recs.tolist(), cls.tolist()
+
+
+def reid_view(by_name: Mapping[str, Mapping[str, Any]], checks: Sequence[Mapping[str, Any]],
+              per_record: pd.DataFrame | None) -> dict[str, Any]:
+    """Class-size histogram and prosecutor/journalist risk distributions."""
+    out: dict[str, Any] = {"plots": [], "notes": []}
+    k = by_name.get("k_anonymity")
+    reid = by_name.get("reid")
+    threshold = None
+    if reid and reid.get("parameters"):
+        threshold = reid["parameters"].get("threshold")
+    k_min = check_threshold(checks, "k_anonymity.k")
+    limit = k_min if k_min is not None else (math.ceil(1 / threshold) if threshold else None)
+    hist = (k or {}).get("details", {}).get("class_size_histogram")
+    if hist:
+        labels, recs, cls = size_buckets(hist)
+        hl = [limit is not None and lo < limit for lo in SIZE_BUCKETS]
+        out["plots"].append(plots.bar_chart(
+            "class-sizes", "Records by equivalence-class size", labels, recs,
+            xlabel="class size (records sharing the quasi-identifier values)",
+            ylabel="records", highlight=hl,
+            caption="Records by the size of their equivalence class"
+                    + (f"; red: classes smaller than {limit:g}" if limit else "") + "."))
+        out["size_table"] = list(zip(labels, cls, recs))
+    if reid:
+        pros = _column(per_record, "reid.prosecutor_risk")
+        if pros is None and hist:  # prosecutor risk is 1/f: it follows from the class sizes
+            sizes = np.array([h[0] for h in hist], dtype=float)
+            counts = np.array([h[1] for h in hist], dtype=float) * sizes
+            pros = np.repeat(1.0 / sizes, counts.astype(np.int64))
+        if pros is not None:
+            out["plots"].append(_risk_plot(
+                "reid-prosecutor-risk", "Prosecutor risk per record", risk_counts(pros),
+                threshold, "Records by prosecutor risk (1/f)"
+                + (f"; red: above the threshold T = {threshold:g}." if threshold else ".")))
+        jour = _column(per_record, "reid.journalist_risk")
+        if jour is not None:
+            out["plots"].append(_risk_plot(
+                "reid-journalist-risk", "Journalist risk per record", risk_counts(jour),
+                threshold, "Records by journalist risk (1/F, F from the weights or the "
+                           "identification table)."))
+    return out
+
+
+def sdc_view(by_name: Mapping[str, Mapping[str, Any]], per_record: pd.DataFrame | None,
+             hidden: set[str]) -> dict[str, Any]:
+    """Individual and household risk distributions, SUDA scores and contributions, l per
+    sensitive attribute."""
+    out: dict[str, Any] = {"plots": [], "notes": []}
+    sdc = by_name.get("sdc")
+    if sdc and sdc.get("status") == "ok":
+        thr = sdc["figures"].get("threshold")
+        risk = _column(per_record, "sdc.risk")
+        counts = risk_counts(risk) if risk is not None else [
+            c for _, c in sdc.get("details", {}).get("risk_histogram", [])]
+        if counts:
+            out["plots"].append(_risk_plot(
+                "sdc-individual-risk", "Individual risk (sdcMicro)", counts, thr,
+                "Records by individual risk" + (f"; red: at or above sdcMicro's threshold "
+                                                f"{thr:.3g}." if thr else ".")))
+        hier = _column(per_record, "sdc.hier_risk")
+        if hier is not None:
+            out["plots"].append(_risk_plot(
+                "sdc-household-risk", "Household risk (sdcMicro)", risk_counts(hier), None,
+                "Records by household risk: the chance that the household is re-identified "
+                "through any of its members."))
+    suda = by_name.get("suda")
+    if suda and suda.get("status") == "ok" and not suda["figures"].get("records_with_msu"):
+        out["notes"].append("SUDA2 found no minimal sample unique: no record can be singled "
+                            "out by a combination of its key values, so there is nothing to "
+                            "plot.")
+    elif suda and suda.get("status") == "ok":
+        contrib = suda.get("details", {}).get("attribute_contributions", {})
+        if contrib:
+            items = sorted(contrib.items(), key=lambda kv: -kv[1])
+            out["plots"].append(plots.hbar_chart(
+                "suda-contributions", "SUDA attribute contributions",
+                [k for k, _ in items], [v for _, v in items],
+                xlabel="contribution to the SUDA scores (%)",
+                caption="Which variables drive uniqueness: each variable's share of the SUDA "
+                        "scores (generalize the largest first)."))
+        dis = _column(per_record, "suda.dis_score")
+        if dis is not None:
+            nz = dis[dis > 0]
+            out["plots"].append(_risk_plot(
+                "suda-dis", "DIS-SUDA score per record (records with a score > 0)",
+                risk_counts(nz), None,
+                f"{nz.size:,} of {dis.size:,} records have a minimal sample unique; their "
+                "DIS-SUDA scores (probability of a correct match)."))
+        levels = [lv for lv in suda.get("details", {}).get("attribute_level_contributions", [])
+                  if str(lv.get("variable", lv.get("attribute", ""))) not in hidden]
+        out["suda_levels"] = sorted(levels, key=lambda lv: -float(lv["contribution"]))[:15]
+        out["msu_by_size"] = suda.get("details", {}).get("msu_count_by_size", {})
+    ldiv = by_name.get("l_diversity")
+    if ldiv and ldiv.get("status") == "ok":
+        for s in ldiv.get("parameters", {}).get("sensitive", []):
+            ls = _column(per_record, f"l_diversity.{s}.distinct_l")
+            if ls is None:
+                continue
+            top = 10
+            vals = np.minimum(ls.astype(np.int64), top)
+            counts = np.bincount(vals, minlength=top + 1)[1:]
+            labels = [str(i) for i in range(1, top)] + [f"{top}+"]
+            out["plots"].append(plots.bar_chart(
+                f"l-diversity-{s}", f"Distinct l-diversity of '{s}' per record", labels,
+                counts.tolist(), xlabel="distinct sensitive values in the record's class",
+                ylabel="records", highlight=[i == 0 for i in range(top)],
+                caption=f"Records by the number of distinct '{s}' values in their class; red: "
+                        "l = 1 (the class reveals the value)."))
+    return out
+
+
+def _whiskers(f: Mapping[str, Any], prefix: str) -> list[plots.Whisker]:
+    ws = []
+    for series in ("attack", "baseline", "control"):
+        rate, err = f.get(f"{prefix}{series}_rate"), f.get(f"{prefix}{series}_error")
+        if rate is not None and err is not None:
+            ws.append(plots.Whisker(series, rate, max(rate - err, 0.0), min(rate + err, 1.0)))
+    risk = f.get(f"{prefix}risk")
+    lo, hi = f.get(f"{prefix}risk_ci_low"), f.get(f"{prefix}risk_ci_high")
+    if risk is not None:
+        ws.append(plots.Whisker("risk", risk, lo if lo is not None else risk,
+                                hi if hi is not None else risk))
+    return ws
+
+
+def attacks_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Rates of the three attacks with their intervals: one table row and one plot row each."""
+    rows, table = [], []
+    for name in ("singling_out", "linkability", "inference"):
+        m = by_name.get(name)
+        if not m or m.get("status") != "ok":
+            continue
+        f = m["figures"]
+        prefixes = [("", name.replace("_", " "))]
+        if name == "inference":
+            secrets = m.get("parameters", {}).get("secrets", [])
+            prefixes = [(f"{s}.", f"inference: {s}") for s in secrets]
+        for prefix, label in prefixes:
+            ws = _whiskers(f, prefix)
+            if ws:
+                rows.append((label, ws))
+            table.append({"attack": label, **{k: f.get(f"{prefix}{k}") for k in (
+                "risk", "risk_ci_low", "risk_ci_high", "attack_rate", "baseline_rate",
+                "control_rate", "n_attacks", "n_attacks_achieved")}})
+    out: dict[str, Any] = {"plots": [], "table": table}
+    if rows:
+        out["plots"].append(plots.dot_whisker(
+            "attack-rates", "Attack success rates", rows, xlabel="success rate / risk",
+            caption="Success rate of the attack on the release, of the baseline (random "
+                    "guesses) and of the attack on control records, with 95 % intervals; "
+                    "the square is the privacy risk (attack over control)."))
+    return out
+
+
+def alc_view(by_name: Mapping[str, Mapping[str, Any]], max_curves: int = 12) -> dict[str, Any]:
+    """The ALC table, the attack-vs-base PRC scatter, and precision-recall per attack."""
+    m = by_name.get("alc")
+    out: dict[str, Any] = {"plots": [], "curves": [], "attacks": [], "summary": None}
+    if not m or m.get("status") not in ("ok", "insufficient_evidence"):
+        return out
+    details = m.get("details", {})
+    attacks = details.get("attacks", [])
+    out["summary"] = details.get("summary")
+    points = []
+    for i, a in enumerate(attacks):
+        label = f"#{i + 1} {a['secret']}"
+        out["attacks"].append({"n": i + 1, **a})
+        if a.get("attack") and a.get("base"):
+            points.append((label, a["base"]["prc"], a["attack"]["prc"], a.get("band", "")))
+    if points:
+        out["plots"].append(plots.alc_scatter(
+            "alc-scatter", "Attack PRC against base PRC", points,
+            caption="Each dot is one attack (secret and known columns). Above the dashed 0.5 "
+                    "line the release is at risk for that secret, above 0.75 serious."))
+    ranked = sorted(range(len(attacks)),
+                    key=lambda i: -(attacks[i]["alc"] if attacks[i].get("alc") is not None
+                                    else -1e9))
+    r_min = (attacks[0].get("parameters", {}) if attacks else {}).get("r_min", 1e-4)
+    for i in ranked[:max_curves]:
+        a = attacks[i]
+        series = [(name, [row["recall"] for row in a.get(f"{key}_table") or []],
+                   [row["precision"] for row in a.get(f"{key}_table") or []])
+                  for name, key in (("attack", "attack"), ("baseline", "base"))]
+        if not any(s[1] for s in series):
+            continue
+        alc = "n/a" if a.get("alc") is None else f"{a['alc']:.3f}"
+        out["curves"].append(plots.pr_curves(
+            f"alc-pr-{i + 1}", f"Precision against recall, attack #{i + 1} ({a['secret']})",
+            series, r_min=r_min,
+            caption=f"#{i + 1}: secret {a['secret']}, ALC {alc} ({a.get('band', '')})"))
+    out["n_curves_left_out"] = max(len(attacks) - max_curves, 0)
+    return out

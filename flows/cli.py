@@ -6,7 +6,8 @@
     riskgate alc ORIGINAL RELEASED [RELEASED2 ...] --secret S [--known A,B] [--all-secrets]
                  [--auto-known] [--mode pretargeted --target-query EXPR] [--json OUT]
     riskgate gate --config gate.yaml [--dask-address tcp://host:8786 | --dask-local N]
-    riskgate report RUN_DIR
+    riskgate report RUN_DIR [--report-detail full] [--json]
+    riskgate screenshot REPORT|RUN_DIR [--out report.png]
     riskgate serve [--cron "0 2 * * *"]
     riskgate emit-anonymized --release ID --config URL [--original URL] [--released URL]
     riskgate example OUT_DIR
@@ -198,6 +199,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "recorded (quasi-identifiers only); default: the run's own setting")
     r.add_argument("--json", action="store_true", help="print where the report went as JSON")
 
+    sc = sub.add_parser("screenshot", help="open a report in headless Chromium: check it and "
+                        "save a PNG", description="Load report.html in headless Chromium "
+                        "(Debian's chromium), check that the verdict is visible, every plot has "
+                        "a size and the console has no error, and save a screenshot. Exit 1 if "
+                        "a reader would see a problem.")
+    sc.add_argument("report", help="a report.html, a run folder, or a release folder (its "
+                    "latest run)")
+    sc.add_argument("--out", default="report.png", help="PNG file (default report.png)")
+    sc.add_argument("--width", type=int, default=1280, help="viewport width in CSS pixels")
+    sc.add_argument("--max-height", type=int, default=None, dest="max_height",
+                    help="crop the full-page screenshot to this many pixels")
+    sc.add_argument("--json", action="store_true", help="print what the browser saw as JSON")
     s = sub.add_parser("serve", help="serve the gate's deployments (schedule + event trigger)")
     s.add_argument("--config", required=True,
                    help="default gate config (path or URL) for scheduled runs")
@@ -224,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"measure": cmd_measure, "attack": cmd_attack, "alc": cmd_alc, "gate": cmd_gate,
-                "report": cmd_report, "serve": cmd_serve, "emit-anonymized": cmd_emit,
+                "report": cmd_report, "screenshot": cmd_screenshot, "serve": cmd_serve,
+                "emit-anonymized": cmd_emit,
                 "example": cmd_example}[args.command](args)
     except RiskgateError as exc:
         console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}")
@@ -597,6 +611,47 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         out.print(f"report written to {target}")
     return 0
+
+
+# ---------------------------------------------------------------- screenshot
+def find_report(path: str) -> Path:
+    """A report.html itself, the one of a run folder, or that of a release folder's latest run
+    (by its decision.json's finish time)."""
+    from riskcore.errors import InputError
+
+    p = Path(path)
+    if p.is_file():
+        return p
+    if (p / "report.html").is_file():
+        return p / "report.html"
+    runs = []
+    for d in p.glob("*/decision.json") if p.is_dir() else []:
+        if (d.parent / "report.html").is_file():
+            finished = json.loads(d.read_text(encoding="utf-8")).get("finished_at", "")
+            runs.append((finished, d.stat().st_mtime, d.parent / "report.html"))
+    if not runs:
+        raise InputError(f"no report.html in '{path}' nor in a run folder under it: give a "
+                         "report file, a run folder or a release folder")
+    return max(runs)[2]
+
+
+def cmd_screenshot(args: argparse.Namespace) -> int:
+    from riskcore.report.browser import check_page
+
+    report = find_report(args.report)
+    with console.status(f"opening {report} in headless Chromium..."):
+        page = check_page(report, args.out, width=args.width, max_height=args.max_height)
+    problems = page.problems()
+    if args.json:
+        print(json.dumps({**page.to_dict(), "report": str(report), "problems": problems},
+                         indent=2))
+    else:
+        out.print(f"{report}: verdict {page.verdict}, {len(page.plots)} plots, page "
+                  f"{page.page_height} px high ({page.chromium})", soft_wrap=True)
+        out.print(f"screenshot: {page.screenshot}", soft_wrap=True)
+        for p in problems:
+            out.print(f"[red]problem:[/] {p}")
+    return 1 if problems else 0
 
 
 # ---------------------------------------------------------------- serve / emit

@@ -135,7 +135,8 @@ def _expectations_for(gx, df: pd.DataFrame, roles: Roles, types: Mapping[str, Co
                          gx.expectations.ExpectColumnValuesToMatchRegex(column=col,
                                                                         regex=NUMBER_REGEX)))
         elif typ is not None and typ.is_numeric and not pd.api.types.is_numeric_dtype(s.dtype):
-            exps.append(("values are numbers", col, gx.expectations.ExpectColumnValuesToBeInTypeList(
+            in_types = gx.expectations.ExpectColumnValuesToBeInTypeList
+            exps.append(("values are numbers", col, in_types(
                 column=col, type_list=["int", "int64", "int32", "float", "float64", "float32",
                                        "Int64", "Float64"])))
         if text:

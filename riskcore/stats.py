@@ -4,8 +4,9 @@
 * z = Phi^-1((1 + CL)/2) (CL = 0.95 gives z = 1.959964).
 * Success rate of s successes in n trials is the Wilson centre
   rate = (s + z^2/2) / (n + z^2), error = z / (n + z^2) * sqrt(s (n - s)/n + z^2/4).
-* Privacy risk with a control set: R = (r_attack - r_control) / (1 - r_control), error by first-order
-  propagation sigma_R = sqrt((sigma_a / |1 - r_c|)^2 + (sigma_c (r_a - 1) / (1 - r_c)^2)^2);
+* Privacy risk with a control set: R = (r_attack - r_control) / (1 - r_control), error by
+  first-order propagation
+  sigma_R = sqrt((sigma_a / |1 - r_c|)^2 + (sigma_c (r_a - 1) / (1 - r_c)^2)^2);
   value and interval clipped to [0, 1]. Without control: risk = attack rate +- error, clipped.
 """
 

@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--encoding", default=None, help="CSV encoding (default utf-8; 'auto')")
     m.add_argument("--json", dest="json_out", help="write all results as JSON to this file "
                    "('-' for standard output)")
+    m.add_argument("--release-id", dest="release_id", help="release id recorded in the JSON "
+                   "(default: the table's file name)")
     m.add_argument("--per-record", dest="per_record", help="write per-record values (Parquet)")
 
     a = sub.add_parser("attack", help="singling-out, linkability or inference attack (seed 002)",
@@ -323,8 +325,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
     _print_results(results, console if args.json_out == "-" else out)
     if args.json_out:
-        doc = to_jsonable({"schema": "riskgate.measures/1", "inputs": [i.to_dict() for i in infos],
-                           "measures": [r.to_dict() for r in results.values()],
+        doc = to_jsonable({"schema": "riskgate.measures/1",
+                           "release_id": args.release_id or Path(args.table).stem,
+                           "flow_run_id": None, "inputs": [i.to_dict() for i in infos],
+                           "measures": [r.to_dict() for r in results.values()], "errors": {},
                            "versions": versions(), "timings": timings})
         text = json.dumps(doc, indent=2)
         if args.json_out == "-":

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import curve_fit
 
+from .. import progress
 from ..data import EncodedTable
 from ..errors import ConfigError
 from ..results import MeasureResult
@@ -145,6 +146,7 @@ def _multivariate_queries(syn: _Arrays, n_attacks: int, n_cols: int, max_attempt
     seen: set[Query] = set()
     attempts = 0
     while len(out) < n_attacks and attempts < max_attempts:
+        progress.tick("singling-out queries found", len(out), n_attacks)
         batch = min(1000, max_attempts - attempts)
         rows = rng.integers(0, syn.n, size=batch)
         colsets = np.sort(np.argsort(rng.random((batch, m)), axis=1)[:, :n_cols], axis=1)

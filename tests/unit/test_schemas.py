@@ -71,3 +71,21 @@ def test_the_schemas_catch_broken_documents(demo_run):
         validate(bad)
     with pytest.raises(KeyError, match="no schema"):
         validate({"schema": "riskgate.unknown/9"})
+
+
+def test_measure_command_json_validates_against_the_measures_schema(demo_run, capsys):
+    from flows.cli import main
+
+    run = demo_run[1]
+    released = run.parents[2] / "released.csv"
+    assert main(["measure", str(released), "--qi", "region,age,sex,education", "--sensitive",
+                 "diagnosis", "--weight", "weight", "--household", "household_id", "--suda",
+                 "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    validate(doc)
+    assert doc["release_id"] == "released" and doc["flow_run_id"] is None
+    gate = {m["measure"]: m for m in json.loads((run / "measures.json").read_text())["measures"]}
+    ours = {m["measure"]: m for m in doc["measures"]}
+    # the command line and the gate compute the same figures from the same table
+    assert ours["sdc"]["figures"] == pytest.approx(gate["sdc"]["figures"])
+    assert ours["k_anonymity"]["figures"] == gate["k_anonymity"]["figures"]

@@ -143,6 +143,10 @@ def reid_view(by_name: Mapping[str, Mapping[str, Any]], checks: Sequence[Mapping
     limit = k_min if k_min is not None else (math.ceil(1 / threshold) if threshold else None)
     hist = (k or {}).get("details", {}).get("class_size_histogram")
     if hist:
+        out["n_records"] = int(sum(s * c for s, c in hist))
+    elif per_record is not None:
+        out["n_records"] = len(per_record)
+    if hist:
         labels, recs, cls = size_buckets(hist)
         hl = [limit is not None and lo < limit for lo in SIZE_BUCKETS]
         out["plots"].append(plots.bar_chart(

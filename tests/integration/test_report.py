@@ -103,6 +103,11 @@ def test_every_family_report_states_the_numbers_of_the_json(every_family):
     hist = measures["k_anonymity"]["details"]["class_size_histogram"]
     records_5_9 = sum(s * c for s, c in hist if 5 <= s <= 9)
     assert f"<title>5-9: {records_5_9:,}</title>" in html
+    # records at risk: the reid figure against the number of records
+    reid = measures["reid"]["figures"]
+    n = measures["k_anonymity"]["figures"]["n"]
+    assert f"<strong>{reid['records_at_risk']:,}</strong> of {n:,} records" in html
+    assert f'<td class="num">{reid["pRa"]:.6g}</td>' in html
     # the ALC table shows each attack's ALC and the summary its maximum
     alc = measures["alc"]
     for a in alc["details"]["attacks"]:

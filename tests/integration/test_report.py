@@ -226,3 +226,24 @@ def test_a_failed_run_still_has_a_readable_report(example_files, tmp_path):
     assert outcome["verdict"] == "ERROR"
     page = check_page(run / "report.html", None, chromium=exe)
     assert page.problems() == [] and page.verdict == "ERROR" and page.plots == ()
+
+
+def test_report_command_detail_follows_the_flag_and_what_the_run_recorded(hostile, tmp_path,
+                                                                          capsys):
+    from flows.cli import main
+
+    full_run, summary_run = hostile["full"][1], hostile["summary"][1]
+    # a full run re-rendered as a summary hides the example values
+    assert main(["report", str(full_run), "--out", str(tmp_path / "s.html"),
+                 "--report-detail", "summary", "--json"]) == 0
+    told = json.loads(capsys.readouterr().out)
+    assert told["detail"] == "summary" and told["verdict"] == "REJECTED"
+    assert "QIMARK9b1" not in (tmp_path / "s.html").read_text()
+    # a summary run has no examples to show, and says so
+    assert main(["report", str(summary_run), "--out", str(tmp_path / "f.html"),
+                 "--report-detail", "full"]) == 0
+    assert "recorded no example values" in capsys.readouterr().err
+    html = (tmp_path / "f.html").read_text()
+    assert 'id="examples"' not in html
+    # the SUDA value contributions of measures.json are shown, labelled as example values
+    assert 'id="suda-levels"' in html and "Example values (report detail: full)" in html

@@ -30,7 +30,8 @@ def demo_run(tmp_path_factory):
     cfg = cfg.replace("../build/demo/", str(out / "data") + "/").replace(
         "policy: policy.yaml", f"policy: {root / 'examples/policy.yaml'}")
     (out / "gate.yaml").write_text(cfg)
-    done = subprocess.run([*exe, "gate", "--config", str(out / "gate.yaml"), "--json"],
+    done = subprocess.run([*exe, "gate", "--config", str(out / "gate.yaml"), "--json",
+                           "--report-detail", "full"],
                           capture_output=True, text=True, cwd=root)
     run = next((out / "data/runs").glob("*/*/decision.json")).parent
     return done, run
@@ -45,6 +46,11 @@ def test_gate_outputs_validate_and_exit_code_matches_the_verdict(demo_run):
     codes = {"APPROVED": 0, "REJECTED": 1, "NEEDS_REVIEW": 2, "ERROR": 3}
     assert done.returncode == codes[decision["verdict"]], done.stderr[-2000:]
     assert json.loads(done.stdout)["verdict"] == decision["verdict"]
+    # --report-detail full overrides the config: recorded, and the examples are written
+    assert decision["config"]["report"]["detail"] == "full"
+    examples = json.loads((run / "examples.json").read_text())
+    assert examples["ranked_by"] == "reid.prosecutor_risk" and len(examples["rows"]) == 10
+    assert "Example values (report detail: full)" in (run / "report.html").read_text()
 
 
 def test_the_schemas_catch_broken_documents(demo_run):

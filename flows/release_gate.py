@@ -29,9 +29,9 @@ from riskcore.errors import RiskgateError
 from riskcore.gate import (decision_record, measures_document, measures_to_run, now_iso,
                            parquet_bytes, per_record_frame, records_parquet, report_html,
                            run_folder)
-from riskcore.report.examples import example_records
 from riskcore.gateconfig import GateConfig, load_gate_config
 from riskcore.policy import Decision, Verdict, fixed_decision, load_policy
+from riskcore.report.examples import example_records
 from riskcore.tableio import join_url
 from tasks.decide import decide_release
 from tasks.io import load_table, storage_options, write_outputs

@@ -28,6 +28,7 @@ from scipy.special import hyp2f1
 from .classes import ClassFrequencies, PopulationSource
 from .errors import ConfigError, InputError, where
 from .results import MeasureResult
+from .stats import RISK_BAND_EDGES, risk_band_counts
 
 DEFAULT_MAX_GLOBAL_RISK = 0.01
 
@@ -320,7 +321,4 @@ def sdc_risk(
 
 def _risk_histogram(r: np.ndarray) -> list[list[float | int]]:
     """Counts of records per risk band, for the report: [[upper edge, count], ...]."""
-    edges = np.array([0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0])
-    idx = np.searchsorted(edges, r, side="left")
-    counts = np.bincount(np.minimum(idx, edges.size - 1), minlength=edges.size)
-    return [[float(e), int(c)] for e, c in zip(edges, counts)]
+    return [[float(e), c] for e, c in zip(RISK_BAND_EDGES, risk_band_counts(r))]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from scipy.stats import norm
 
 
@@ -73,3 +74,14 @@ def rate_figures(prefix: str, r: Rate | None) -> dict[str, float | int | None]:
     if r is None:
         return {f"{prefix}_rate": None, f"{prefix}_error": None, f"n_{prefix}": None}
     return {f"{prefix}_rate": r.rate, f"{prefix}_error": r.error, f"n_{prefix}": r.successes}
+
+
+#: upper edges of the risk bands of every risk histogram (sdc details, the report's plots)
+RISK_BAND_EDGES = (0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+def risk_band_counts(risk: np.ndarray) -> list[int]:
+    """Records per risk band: band i holds RISK_BAND_EDGES[i-1] < r <= RISK_BAND_EDGES[i]."""
+    edges = np.asarray(RISK_BAND_EDGES)
+    idx = np.searchsorted(edges, np.asarray(risk, dtype=float), side="left")
+    return np.bincount(np.minimum(idx, edges.size - 1), minlength=edges.size).tolist()

@@ -118,7 +118,7 @@ def render_report(decision: dict[str, Any], measures: list[dict[str, Any]],
     checks = decision.get("checks", [])
     roles = decision.get("roles") or {}
     hidden = set(roles.get("sensitive") or ()) | set(roles.get("direct_identifiers") or ())
-    families = {name for _, _, names in views.SECTIONS for name in names if name in by_name}
+    families = [name for _, _, names in views.SECTIONS for name in names if name in by_name]
     sections = []
     for key, title, names in views.SECTIONS:
         present = [by_name[n] for n in names if n in by_name]

@@ -16,11 +16,10 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
+from ..stats import RISK_BAND_EDGES, risk_band_counts
 from . import plots
 
-#: upper edges of the risk bands used by every risk distribution in the report
-RISK_EDGES = (0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
-RISK_LABELS = ("≤0.001", "≤0.01", "≤0.05", "≤0.1", "≤0.2", "≤0.5", "≤1")
+RISK_LABELS = tuple(f"≤{e:g}" for e in RISK_BAND_EDGES)
 #: class-size buckets of the class-size histogram (lower bounds; the last is open)
 SIZE_BUCKETS = (1, 2, 3, 4, 5, 10, 20, 50, 100)
 
@@ -102,16 +101,9 @@ def _column(per_record: pd.DataFrame | None, name: str) -> np.ndarray | None:
     return arr[np.isfinite(arr)]
 
 
-def risk_counts(values: np.ndarray) -> list[int]:
-    """Records per risk band (upper edges RISK_EDGES, each band includes its upper edge)."""
-    idx = np.searchsorted(np.asarray(RISK_EDGES), values, side="left")
-    return np.bincount(np.minimum(idx, len(RISK_EDGES) - 1), minlength=len(RISK_EDGES)
-                       ).tolist()
-
-
 def _risk_plot(plot_id: str, title: str, counts: Sequence[int], highlight_from: float | None,
                caption: str) -> Markup:
-    lows = (0.0,) + RISK_EDGES[:-1]
+    lows = (0.0,) + RISK_BAND_EDGES[:-1]
     hl = [highlight_from is not None and lo >= highlight_from - 1e-12 for lo in lows]
     return plots.bar_chart(plot_id, title, RISK_LABELS, counts, xlabel="risk band",
                            ylabel="records", highlight=hl, caption=caption)
@@ -133,7 +125,7 @@ def size_buckets(hist: Sequence[Sequence[int]]) -> tuple[list[str], list[int], l
 def reid_view(by_name: Mapping[str, Mapping[str, Any]], checks: Sequence[Mapping[str, Any]],
               per_record: pd.DataFrame | None) -> dict[str, Any]:
     """Class-size histogram and prosecutor/journalist risk distributions."""
-    out: dict[str, Any] = {"plots": [], "notes": []}
+    out: dict[str, Any] = {"plots": []}
     k = by_name.get("k_anonymity")
     reid = by_name.get("reid")
     threshold = None
@@ -164,13 +156,13 @@ def reid_view(by_name: Mapping[str, Mapping[str, Any]], checks: Sequence[Mapping
             pros = np.repeat(1.0 / sizes, counts.astype(np.int64))
         if pros is not None:
             out["plots"].append(_risk_plot(
-                "reid-prosecutor-risk", "Prosecutor risk per record", risk_counts(pros),
+                "reid-prosecutor-risk", "Prosecutor risk per record", risk_band_counts(pros),
                 threshold, "Records by prosecutor risk (1/f)"
                 + (f"; red: above the threshold T = {threshold:g}." if threshold else ".")))
         jour = _column(per_record, "reid.journalist_risk")
         if jour is not None:
             out["plots"].append(_risk_plot(
-                "reid-journalist-risk", "Journalist risk per record", risk_counts(jour),
+                "reid-journalist-risk", "Journalist risk per record", risk_band_counts(jour),
                 threshold, "Records by journalist risk (1/F, F from the weights or the "
                            "identification table)."))
     return out
@@ -185,7 +177,7 @@ def sdc_view(by_name: Mapping[str, Mapping[str, Any]], per_record: pd.DataFrame 
     if sdc and sdc.get("status") == "ok":
         thr = sdc["figures"].get("threshold")
         risk = _column(per_record, "sdc.risk")
-        counts = risk_counts(risk) if risk is not None else [
+        counts = risk_band_counts(risk) if risk is not None else [
             c for _, c in sdc.get("details", {}).get("risk_histogram", [])]
         if counts:
             out["plots"].append(_risk_plot(
@@ -195,7 +187,7 @@ def sdc_view(by_name: Mapping[str, Mapping[str, Any]], per_record: pd.DataFrame 
         hier = _column(per_record, "sdc.hier_risk")
         if hier is not None:
             out["plots"].append(_risk_plot(
-                "sdc-household-risk", "Household risk (sdcMicro)", risk_counts(hier), None,
+                "sdc-household-risk", "Household risk (sdcMicro)", risk_band_counts(hier), None,
                 "Records by household risk: the chance that the household is re-identified "
                 "through any of its members."))
     suda = by_name.get("suda")
@@ -218,7 +210,7 @@ def sdc_view(by_name: Mapping[str, Mapping[str, Any]], per_record: pd.DataFrame 
             nz = dis[dis > 0]
             out["plots"].append(_risk_plot(
                 "suda-dis", "DIS-SUDA score per record (records with a score > 0)",
-                risk_counts(nz), None,
+                risk_band_counts(nz), None,
                 f"{nz.size:,} of {dis.size:,} records have a minimal sample unique; their "
                 "DIS-SUDA scores (probability of a correct match)."))
         levels = [lv for lv in suda.get("details", {}).get("attribute_level_contributions", [])

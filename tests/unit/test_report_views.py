@@ -14,15 +14,9 @@ from riskcore.errors import ConfigError
 from riskcore.measures import MeasureInputs, run_measure
 from riskcore.report import plots, render_report
 from riskcore.report.examples import example_records
-from riskcore.report.views import (
-    ADVICE,
-    INSUFFICIENT_ADVICE,
-    advice,
-    alc_view,
-    check_threshold,
-    risk_counts,
-    size_buckets,
-)
+from riskcore.report.views import (ADVICE, INSUFFICIENT_ADVICE, RISK_LABELS, advice, alc_view,
+                                   check_threshold, size_buckets)
+from riskcore.stats import risk_band_counts
 
 
 def test_nice_ticks_cover_the_top_in_round_steps():
@@ -79,8 +73,9 @@ def test_size_buckets_count_records_and_classes():
 
 
 def test_risk_bands_include_their_upper_edge():
-    counts = risk_counts(np.array([0.0005, 0.001, 0.0011, 0.1, 0.1000001, 1.0]))
+    counts = risk_band_counts(np.array([0.0005, 0.001, 0.0011, 0.1, 0.1000001, 1.0]))
     assert counts == [2, 1, 0, 1, 1, 0, 1]
+    assert RISK_LABELS == ("≤0.001", "≤0.01", "≤0.05", "≤0.1", "≤0.2", "≤0.5", "≤1")
 
 
 def test_advice_for_failed_and_unmeasured_checks():

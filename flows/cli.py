@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -421,10 +421,7 @@ def cmd_attack(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- alc
 def cmd_alc(args: argparse.Namespace) -> int:
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-
-    from riskcore import Roles
+    from riskcore import Roles, progress
     from riskcore.alc import ALCConfig, PRCParams, from_frames
     from riskcore.alc.scenarios import (Scenario, all_secrets, auto_scenarios, run_scenarios,
                                         summarize)
@@ -472,16 +469,12 @@ def cmd_alc(args: argparse.Namespace) -> int:
         targets = select_targets(data, args.target_query)
     cfg = ALCConfig(prc=PRCParams(alpha=args.alpha, r_min=args.r_min), halting=args.halting,
                     max_attacks=args.max_attacks, time_budget=args.time_budget, seed=args.seed)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console,
-                  transient=True) as bar:
-        task = bar.add_task("ALC attacks", total=len(scenarios))
-
-        def tick(done: int, total: int, status: str) -> None:
-            bar.update(task, completed=done, description=f"ALC attacks ({status})")
-
-        results = run_scenarios(data, scenarios, cfg, progress=tick, targets=targets,
-                                recall=args.recall, baseline=args.baseline)
+    with progress_bars(), progress.scope("ALC attacks"):
+        progress.tick("starting", 0, len(scenarios))
+        results = run_scenarios(data, scenarios, cfg,
+                                progress=lambda done, total, status: progress.tick(
+                                    status, done, total),
+                                targets=targets, recall=args.recall, baseline=args.baseline)
     summary = summarize(results)
     table = Table(title="Anonymity Loss Coefficient (< 0.5 safe, 0.5-0.75 at risk, "
                   ">= 0.75 serious)")

@@ -132,8 +132,13 @@ def _suda(inputs: MeasureInputs, params: Mapping[str, Any]) -> MeasureResult:
                    original_scores=bool(params.get("original_scores", True)),
                    dis_fraction=float(params.get("dis_fraction", DEFAULT_DIS_FRACTION)),
                    max_msu_size=None if max_msu is None else int(max_msu))
-    levels = attribute_level_contributions(scores, codes,
-                                           [table.column(k).categories for k in keys])
+    # values of a sensitive attribute or direct identifier used as a key never reach the
+    # outputs: their levels are named by code ("value#3"), as the inference attack does
+    hidden = set(table.roles.sensitive) | set(table.roles.direct_identifiers)
+    labels = [table.column(k).categories if k not in hidden else
+              np.array([f"value#{i}" for i in range(table.column(k).n_categories)], dtype=object)
+              for k in keys]
+    levels = attribute_level_contributions(scores, codes, labels)
     return suda_result(scores, levels, tuple(warnings))
 
 

@@ -167,7 +167,9 @@ def hostile(example_files, tmp_path_factory):
     roles = dict(ROLES, sensitive=["diagnosis"],
                  quasi_identifiers=["region", "sex", "<script>alert(1)</script>", "qi_marker"])
     measures = {"k_anonymity": {}, "reid": {"threshold": 0.1}, "l_diversity": {},
-                "t_closeness": {}, "sdc": {}, "suda": {},
+                "t_closeness": {}, "sdc": {},
+                # a sensitive column among the SUDA keys: its values are named by code only
+                "suda": {"keys": ["region", "sex", "qi_marker", "diagnosis"]},
                 "inference": {"n_attacks": 100, "secrets": ["diagnosis"]},
                 "alc": {"max_attacks": 200, "models": ["logistic_regression"]}}
     runs = {}
@@ -203,6 +205,11 @@ def test_planted_sensitive_marker_never_reaches_the_report(hostile):
     assert "QIMARK9b1" not in (hostile["summary"][1] / "report.html").read_text()
     full = (hostile["full"][1] / "report.html").read_text()
     assert "QIMARK9b1" in full and "Example values (report detail: full)" in full
+    suda = [m for m in json.loads((hostile["full"][1] / "measures.json").read_text())[
+        "measures"] if m["measure"] == "suda"][0]
+    coded = [lv["value"] for lv in suda["details"]["attribute_level_contributions"]
+             if lv["variable"] == "diagnosis"]
+    assert coded and all(str(v).startswith("value#") for v in coded)
     examples = json.loads((hostile["full"][1] / "examples.json").read_text())
     assert examples["columns"] == ["region", "sex", "<script>alert(1)</script>", "qi_marker"]
     assert examples["rows"][0]["values"][3] == "QIMARK9b1"

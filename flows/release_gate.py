@@ -1,45 +1,57 @@
 """The release gate: one Prefect flow run per release candidate.
 
-load (parallel, retried) -> validate (Great Expectations) -> encode once -> measures (parallel
-tasks) -> decide (policy) -> optional human sign-off -> write outputs (decision.json last) ->
-artifacts and the ``riskgate.release.<verdict>`` event.
+load (parallel) -> validate (Great Expectations) -> encode once -> measures (parallel tasks) ->
+policy -> optional human sign-off -> outputs (decision.json last) -> artifacts and the
+``riskgate.release.<verdict>`` event. The sequence and its fail-closed rules live in
+:func:`riskcore.gate.run.run_gate`; this flow runs each step as a task.
 
-The gate fails closed: any error, insufficient evidence or unclean data means "not approved",
-and the reason is written in decision.json.
+The verdict is the run's final state, so that ops see it in the UI and orchestrators act on it:
+APPROVED ends Completed ("Approved"); NEEDS_REVIEW, REJECTED and ERROR end Failed, named
+"NeedsReview", "Rejected" and "Error" (a run that needs a person is not a success, and a failed
+run is what Prefect's filters, dashboard counts and notifications already watch). The run gets
+the tags ``riskgate``, ``verdict:<verdict>`` and ``release:<id>``. The flow has no retries: a
+verdict is never retried into another one.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import time
-import traceback
+import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 from prefect import flow, get_run_logger
-from prefect.concurrency.sync import concurrency, rate_limit
-from prefect.futures import as_completed, wait
+from prefect.futures import wait
 from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
+from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
-from riskcore import progress
-from riskcore.errors import RiskgateError
-from riskcore.gate import (decision_record, measures_document, measures_to_run, now_iso,
-                           parquet_bytes, per_record_frame, records_parquet, report_html,
-                           run_folder)
-from riskcore.gateconfig import GateConfig, load_gate_config
-from riskcore.policy import Decision, Verdict, fixed_decision, load_policy
-from riskcore.report.examples import example_records
-from riskcore.tableio import join_url
-from tasks.decide import decide_release
-from tasks.io import load_table, storage_options, write_outputs
-from tasks.measure import encode_inputs, measure
-from tasks.tell import publish
+from riskcore.errors import ConfigError, RiskgateError
+from riskcore.gate.cleanliness import CleanlinessReport
+from riskcore.gate.config import Gate, load_config, load_gate
+from riskcore.gate.policy import CheckVerdict, Decision, Verdict
+from riskcore.gate.run import (RunOutcome, error_outcome, error_record, now_iso, run_gate,
+                               write_run)
+from riskcore.gate.tables import TableInfo
+from riskcore.gate.trigger import TRIGGER_EVENT, TriggerPayload, parse_payload, payload_sha256
+from riskcore.measures import MeasureInputs
+from riskcore.redact import install_log_redaction, redact_text
+from riskcore.results import MeasureResult
+from riskcore.storage import check_storage_options, join_url
+from tasks.io import load_table, resolve_storage_options, write_outputs
+from tasks.measure import encode_inputs, run_family
+from tasks.tell import check_line, emit_verdict, publish
 from tasks.validate import validate_inputs
 
-from .limits import GATE_LIMIT, TRIGGER_RATE_LIMIT, ensure_limit
+from .limits import GateSlot, ensure_defaults, take_trigger_rate
+
+#: the Prefect Variable that holds the nightly re-check's config URL
+NIGHTLY_CONFIG_VARIABLE = "riskgate_nightly_config"
+STATE_NAMES = {"APPROVED": "Approved", "NEEDS_REVIEW": "NeedsReview", "REJECTED": "Rejected",
+               "ERROR": "Error"}
 
 
 class ReviewInput(RunInput):
@@ -50,64 +62,137 @@ class ReviewInput(RunInput):
     comment: str = ""
 
 
-def _logger() -> logging.Logger | logging.LoggerAdapter:
+def _logger() -> logging.Logger | logging.LoggerAdapter[Any]:
     try:
         return get_run_logger()
     except Exception:
         return logging.getLogger("riskgate.gate")
 
 
-def resolve_config(config: GateConfig | dict[str, Any] | str,
-                   overrides: dict[str, Any] | None = None) -> GateConfig:
-    """A config object, a mapping, or a path/URL to a YAML file; overrides win (event payloads)."""
-    if isinstance(config, GateConfig) and not overrides:
-        return config
-    if isinstance(config, GateConfig):
-        data = config.model_dump(mode="json")
-        return load_gate_config({**data, **(overrides or {})})
-    if isinstance(config, str):
-        base = load_gate_config(config)
-        if not overrides:
-            return base
-        return load_gate_config({**base.model_dump(mode="json"), **overrides})
-    return load_gate_config({**config, **(overrides or {})})
+def _result(future: Any) -> Any:
+    """A task's value; a task that ended Failed re-raises its error (RiskgateError)."""
+    return future.result(raise_on_failure=True)
 
 
-@flow(name="release-gate", flow_run_name="{config_name}", log_prints=False,
-      task_runner=ThreadPoolTaskRunner(max_workers=4), validate_parameters=False)
-def release_gate(config: Any, overrides: dict[str, Any] | None = None, triggered: bool = False,
-                 config_name: str = "release-gate") -> dict[str, Any]:
-    """Decide whether a release candidate may be published.
+class PrefectSteps:
+    """The gate's steps as Prefect tasks (loads and measures in parallel)."""
 
-    Args:
-        config: a GateConfig, a mapping, or the path/URL of a gate YAML file.
-        overrides: keys that replace the config's (e.g. from the trigger event's payload).
-        triggered: True for runs started by the ``riskgate.anonymization.completed`` event; these
-            are rate limited (``limits.trigger_rate_per_minute``).
-        config_name: the run's display name (the release id when started by the CLI).
+    def __init__(self, log: logging.Logger | logging.LoggerAdapter[Any], slot: GateSlot,
+                 gate: Gate, run_id: str) -> None:
+        self.log, self.slot, self.gate, self.run_id = log, slot, gate, run_id
 
-    Returns:
-        verdict, exit_code, run folder and decision URL.
-    """
-    log = _logger()
-    cfg = resolve_config(config, overrides)
-    run_id = str(runtime_flow_run.id or f"local-{int(time.time() * 1000)}")
-    _rename_run(cfg.release_id)
-    ensure_limit(GATE_LIMIT, cfg.limits.gate_concurrency)
-    if triggered:
-        per_minute = cfg.limits.trigger_rate_per_minute
-        ensure_limit(TRIGGER_RATE_LIMIT, per_minute, slot_decay_per_second=per_minute / 60.0)
-        rate_limit(TRIGGER_RATE_LIMIT, occupy=1)
-    with concurrency(GATE_LIMIT, occupy=1):
-        slot_acquired = time.time()
-        outcome = _gate(cfg, run_id, log)
-        outcome["slot"] = [slot_acquired, time.time()]
-    _rename_run(f"{cfg.release_id}-{outcome['verdict']}")
-    log.info("release %s: %s (%s)", cfg.release_id, outcome["verdict"], outcome["decision_url"])
-    return outcome
+    def load(self, gate: Gate, options: Mapping[str, Any]
+             ) -> tuple[dict[str, pd.DataFrame], list[TableInfo]]:
+        futures = {name: load_table.submit(quote(gate), name, quote(dict(options)))
+                   for name in gate.config.tables()}
+        wait(list(futures.values()))
+        frames, infos = {}, []
+        for name, fut in futures.items():
+            df, info = _result(fut)
+            frames[name] = df
+            infos.append(info)
+        return frames, infos
+
+    def validate(self, gate: Gate, frames: dict[str, pd.DataFrame]) -> CleanlinessReport:
+        return _result(validate_inputs.submit(quote(gate), quote(frames)))  # type: ignore[no-any-return]
+
+    def encode(self, gate: Gate, frames: dict[str, pd.DataFrame]) -> MeasureInputs:
+        return _result(encode_inputs.submit(quote(gate), quote(frames)))  # type: ignore[no-any-return]
+
+    def measures(self, gate: Gate, inputs: MeasureInputs
+                 ) -> tuple[dict[str, MeasureResult], dict[str, str]]:
+        futures = {name: run_family.submit(name, quote(inputs), quote(params))
+                   for name, params in gate.measures.items()}
+        wait(list(futures.values()))
+        results, errors = {}, {}
+        for name, fut in futures.items():
+            state = fut.state
+            if state.is_completed():
+                results[name] = fut.result()
+            else:
+                exc = state.result(raise_on_failure=False)
+                message = (redact_text(str(exc)) if isinstance(exc, RiskgateError)
+                           else redact_text(f"{type(exc).__name__}: {exc}"))
+                errors[name] = message
+                self.log.error("measure %s failed: %s", name, message)
+        return results, errors
+
+    def review(self, gate: Gate, decision: Decision, prepare: Callable[[], None]
+               ) -> tuple[Decision, dict[str, Any] | None]:
+        if gate.config.review != "pause" or decision.verdict is not Verdict.NEEDS_REVIEW:
+            return decision, None
+        return self._pause(gate, decision, prepare)
+
+    def _pause(self, gate: Gate, decision: Decision, prepare: Callable[[], None]
+               ) -> tuple[Decision, dict[str, Any] | None]:
+        from prefect.exceptions import FlowPauseTimeout
+        from prefect.flow_runs import pause_flow_run
+
+        prepare()  # report, measures and artifacts first; decision.json stays last
+        pending = {"release_id": gate.config.release_id, "run_id": self.run_id,
+                   "verdict": decision.verdict.value, "reasons": list(decision.reasons),
+                   "checks": [c.to_dict() for c in decision.checks]}
+        publish(pending, pending=True)
+        under = decision.under_review
+        description = review_description(gate.config.release_id, under)
+        for c in under:
+            self.log.warning("needs review: %s", check_line(c.to_dict()))
+        self.log.info("release %s needs review: pausing for a reviewer (timeout %ss); the gate "
+                      "slot is released while it waits", gate.config.release_id,
+                      gate.config.review_timeout_s)
+        self.slot.release()
+        try:
+            answer = pause_flow_run(wait_for_input=ReviewInput.with_initial_data(
+                description=description, approve=False),
+                timeout=gate.config.review_timeout_s, poll_interval=2)
+        except FlowPauseTimeout:
+            self.slot.acquire()
+            review = {"decision": "timeout", "reviewer": None, "comment": None, "at": now_iso()}
+            return Decision(Verdict.REJECTED, decision.checks,
+                            decision.reasons + ("review timed out: not approved",), review), \
+                review
+        self.slot.acquire()
+        review = {"decision": "approved" if answer.approve else "rejected",
+                  "reviewer": answer.reviewer, "comment": answer.comment, "at": now_iso()}
+        verdict = Verdict.APPROVED if answer.approve else Verdict.REJECTED
+        reasons = decision.reasons + (
+            f"reviewer {answer.reviewer or '(unnamed)'} {review['decision']} the release"
+            + (f": {answer.comment}" if answer.comment else ""),)
+        return Decision(verdict, decision.checks, reasons, review), review
+
+    def write(self, folder: str, files: Mapping[str, bytes], decision: Mapping[str, Any] | None,
+              options: Mapping[str, Any]) -> dict[str, str]:
+        return _result(write_outputs.submit(  # type: ignore[no-any-return]
+            folder, quote(dict(files)), quote(None if decision is None else dict(decision)),
+            quote(dict(options))))
 
 
-def _rename_run(name: str) -> None:
+def review_description(release_id: str, under: list[Any]) -> str:
+    """The pause form's text: what the reviewer is asked to decide, check by check."""
+    lines = [f"Release **{release_id}** needs a person's decision. The report is written "
+             "next to the run's other outputs (see the run's artifacts).", "",
+             "Checks under review:"]
+    for c in under:
+        value = "n/a" if c.value is None else f"{c.value:.4g}"
+        lines.append(f"- {c.figure} = {value} (threshold {c.threshold}): {c.message}")
+    lines += ["", "Approve to publish, or leave 'approve' unticked to reject."]
+    return "\n".join(lines)
+
+
+def final_state(outcome: RunOutcome) -> State[Any]:
+    """The run's final state: type for orchestrators, name for people (see the module doc)."""
+    data = outcome.to_dict()
+    name = STATE_NAMES[outcome.verdict]
+    message = f"{outcome.release_id}: {outcome.verdict}"
+    if outcome.reasons:
+        message += f" ({outcome.reasons[0][:200]})"
+    if outcome.verdict == "APPROVED":
+        return Completed(name=name, message=message, data=data)
+    return Failed(name=name, message=message, data=data)
+
+
+def _label_run(release_id: str, verdict: str | None) -> None:
+    """Name the run ``<release>[-<VERDICT>]`` and tag it (cosmetic: never fails the gate)."""
     run_id = runtime_flow_run.id
     if not run_id:
         return
@@ -115,152 +200,167 @@ def _rename_run(name: str) -> None:
         from prefect.client.orchestration import get_client
 
         with get_client(sync_client=True) as client:
-            client.update_flow_run(run_id, name=name)
-    except Exception:  # naming is cosmetic; never let it fail the gate
-        pass
-
-
-def _gate(cfg: GateConfig, run_id: str, log) -> dict[str, Any]:
-    started = now_iso()
-    timings: dict[str, float] = {}
-    options = storage_options(cfg)
-    folder = run_folder(cfg, run_id)
-    infos = []
-    validation_doc = None
-    files: dict[str, bytes] = {}
-    extra: dict[str, Any] = {}
-
-    def step(name: str, t0: float) -> None:
-        timings[name] = time.perf_counter() - t0
-
-    try:
-        policy = load_policy(cfg.policy, options)
-        to_run, unavailable = measures_to_run(cfg, policy)
-        n_steps = 5 + len(to_run)  # load, validate, encode, measures..., decide, write
-        _tick("loading tables", 0, n_steps)
-
-        t0 = time.perf_counter()
-        futures = {name: load_table.submit(cfg, name, options)
-                   for name in cfg.tables()}
-        wait(list(futures.values()))
-        frames: dict[str, pd.DataFrame] = {}
-        for name, fut in futures.items():
-            df, info = fut.result()
-            frames[name] = df
-            infos.append(info)
-        step("load", t0)
-        _tick("validating (Great Expectations)", 1, n_steps)
-
-        t0 = time.perf_counter()
-        report = validate_inputs(frames, cfg.role_spec)
-        step("validate", t0)
-        _tick("encoding", 2, n_steps)
-        validation_doc = report.to_dict()
-        files["validation.json"] = json.dumps(validation_doc, indent=2).encode()
-        if not report.success:
-            decision = fixed_decision(Verdict.REJECTED, ["data not clean: " + line
-                                                         for line in report.summary_lines()])
-            return _finish(cfg, run_id, folder, decision, infos, timings, started, files,
-                           validation_doc, [], options, extra, log)
-
-        t0 = time.perf_counter()
-        inputs = encode_inputs(cfg, frames)
-        del frames
-        step("encode", t0)
-        _tick(f"running {len(to_run)} measures", 3, n_steps)
-
-        t0 = time.perf_counter()
-        mfutures = {name: measure.submit(name, inputs, params)
-                    for name, params in to_run.items()}
-        names = {id(f): n for n, f in mfutures.items()}
-        for i, fut in enumerate(as_completed(list(mfutures.values())), start=1):
-            _tick(f"measure {names[id(fut)]} finished", 3 + i, n_steps)
-        results, errors = {}, {}
-        for name, fut in mfutures.items():
-            try:
-                results[name] = fut.result()
-            except Exception as exc:  # a measure that raises makes the verdict ERROR
-                errors[name] = f"{type(exc).__name__}: {exc}"
-                log.error("measure %s failed: %s", name, exc)
-        step("measures", t0)
-        _tick("deciding", n_steps - 2, n_steps)
-
-        t0 = time.perf_counter()
-        decision = decide_release(policy, results, errors, unavailable)
-        step("decide", t0)
-        _tick("writing outputs", n_steps - 1, n_steps)
-        decision = _maybe_review(cfg, decision, log, extra)
-
-        measures_doc = measures_document(cfg, run_id, results, errors)
-        files["measures.json"] = json.dumps(measures_doc, indent=2).encode()
-        per_record = per_record_frame(results, inputs.released.n)
-        files["per_record.parquet"] = parquet_bytes(per_record)
-        files.update(records_parquet(results))
-        examples = None
-        if cfg.report.detail == "full":
-            examples = example_records(inputs.released, results, cfg.report.examples)
-            files["examples.json"] = json.dumps(examples, indent=2).encode()
-        return _finish(cfg, run_id, folder, decision, infos, timings, started, files,
-                       validation_doc, measures_doc["measures"], options, extra, log,
-                       per_record=per_record, examples=examples)
-    except RiskgateError as exc:
-        decision = fixed_decision(Verdict.ERROR, [f"{type(exc).__name__}: {exc}"])
+            current = client.read_flow_run(run_id)
+            tags = [t for t in (current.tags or []) if not t.startswith(("verdict:",
+                                                                          "release:"))]
+            tags += [t for t in ("riskgate", f"release:{release_id}") if t not in tags]
+            if verdict:
+                tags.append(f"verdict:{verdict}")
+            client.update_flow_run(run_id, name=f"{release_id}-{verdict}" if verdict
+                                   else release_id, tags=tags)
     except Exception as exc:
-        log.error("gate failed: %s", traceback.format_exc())
-        decision = fixed_decision(Verdict.ERROR, [f"unexpected error {type(exc).__name__}: {exc}"])
-    files.pop("measures.json", None)
-    files.pop("examples.json", None)
-    for name in [k for k in files if k.endswith(".parquet")]:
-        files.pop(name)  # per-record and per-target tables of a failed run are not written
-    return _finish(cfg, run_id, folder, decision, infos, timings, started, files, validation_doc,
-                   [], options, extra, log)
+        logging.getLogger("riskgate.gate").debug("could not label the run: %s", exc)
 
 
-def _tick(step: str, done: int, total: int) -> None:
-    with progress.scope("gate"):
-        progress.tick(step, done, total)
+def _trigger(trigger: Mapping[str, Any] | None) -> tuple[TriggerPayload | None,
+                                                          dict[str, Any], str | None]:
+    """The parsed payload (None when not triggered), the decision.json context, the config."""
+    if trigger is None:
+        return None, {}, None
+    event_id = str(trigger.get("event_id") or "") or None
+    payload = trigger.get("payload")
+    context = {"trigger": {"event": str(trigger.get("event") or TRIGGER_EVENT),
+                           "event_id": event_id, "occurred": trigger.get("occurred"),
+                           "payload_sha256": payload_sha256(payload)
+                           if isinstance(payload, Mapping) else None}}
+    parsed = parse_payload(payload, event_id)
+    context["trigger"]["checksums"] = dict(parsed.checksums)
+    return parsed, context, parsed.config
 
 
-def _maybe_review(cfg: GateConfig, decision: Decision, log, extra: dict[str, Any]) -> Decision:
-    if cfg.review != "pause" or decision.verdict is not Verdict.NEEDS_REVIEW:
-        return decision
-    from prefect.exceptions import FlowPauseTimeout
-    from prefect.flow_runs import pause_flow_run
+def _nightly_config() -> str:
+    from prefect.variables import Variable
 
-    log.info("release %s needs review: pausing for a reviewer (timeout %ss)", cfg.release_id,
-             cfg.review_timeout_s)
+    value = Variable.get(NIGHTLY_CONFIG_VARIABLE, default=None)
+    if not value:
+        raise ConfigError(f"no gate config: set the Prefect Variable "
+                          f"'{NIGHTLY_CONFIG_VARIABLE}' to the config URL (riskgate deploy "
+                          "--nightly-config URL), or pass the 'config' parameter")
+    return str(value)
+
+
+def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
+                      trigger: Mapping[str, Any] | None, context: dict[str, Any],
+                      options: Mapping[str, Any], log: logging.Logger | logging.LoggerAdapter[Any]
+                      ) -> RunOutcome:
+    """The config (or the trigger) could not be used: ERROR, written wherever an output
+    location is known (the payload's, else the config's), and the verdict event always."""
+    message = f"{type(exc).__name__}: {redact_text(str(exc))}"
+    payload = (trigger or {}).get("payload") if isinstance(trigger, Mapping) else None
+    payload = payload if isinstance(payload, Mapping) else {}
+    release_id = str(payload.get("release_id") or "unknown-release")
+    output_url = payload.get("output_url")
+    source = payload.get("config") or config
+    if not output_url and source:
+        try:
+            base = load_config(source, storage_options=options)
+            output_url = base.output_url
+            release_id = str(payload.get("release_id") or base.release_id)
+        except RiskgateError:
+            pass
+    outcome = error_outcome(release_id, run_id, message)
+    if isinstance(output_url, str):
+        folder = join_url(output_url, release_id, run_id)
+        try:
+            check_storage_options(options)
+            written = write_run(folder, {}, error_record(release_id, run_id, message, context),
+                                options)
+            outcome = RunOutcome(**{**outcome.__dict__, "folder": folder,
+                                    "decision_url": written["decision.json"], "written": True})
+        except RiskgateError as werr:
+            log.warning("the ERROR decision could not be written: %s", werr)
+    log.error("release %s: ERROR: %s", release_id, message)
+    return outcome
+
+
+@flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
+      task_runner=ThreadPoolTaskRunner(max_workers=4))
+def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
+                 trigger: dict[str, Any] | None = None,
+                 storage_options: dict[str, Any] | None = None) -> State[Any]:
+    """Decide whether a release candidate may be published.
+
+    Args:
+        config: the gate config's path or URL (or a mapping); None reads the Prefect Variable
+            ``riskgate_nightly_config`` (the nightly re-check).
+        overrides: config keys to replace (release_id, original, released, control,
+            identification, output_url, policy).
+        trigger: set by the event trigger: ``{event_id, event, occurred, payload}``; the
+            payload's keys override the config's (see :mod:`riskcore.gate.trigger`).
+        storage_options: fsspec options to read the config (never credentials).
+
+    Returns:
+        The final state; its data is the outcome (verdict, exit_code, folder, decision and
+        report URLs, reasons, checks).
+    """
+    install_log_redaction()
+    log = _logger()
+    run_id = str(runtime_flow_run.id or f"local-{uuid.uuid4()}")
     try:
-        answer = pause_flow_run(wait_for_input=ReviewInput, timeout=cfg.review_timeout_s,
-                                poll_interval=2)
-    except FlowPauseTimeout:
-        review = {"decision": "timeout", "reviewer": None, "comment": None, "at": now_iso()}
-        extra["review"] = review
-        return Decision(Verdict.REJECTED, decision.checks,
-                        decision.reasons + ("review timed out: not approved",), review)
-    review = {"decision": "approved" if answer.approve else "rejected",
-              "reviewer": answer.reviewer, "comment": answer.comment, "at": now_iso()}
-    verdict = Verdict.APPROVED if answer.approve else Verdict.REJECTED
-    reasons = decision.reasons + (
-        f"reviewer {answer.reviewer or '(unnamed)'} {review['decision']} the release"
-        + (f": {answer.comment}" if answer.comment else ""),)
-    return Decision(verdict, decision.checks, reasons, review)
+        return _gate_run(log, run_id, config, overrides, trigger, storage_options)
+    except Exception as exc:  # fail closed on anything unforeseen: ERROR, event, Failed
+        log.error("the gate failed: %s", redact_text(f"{type(exc).__name__}: {exc}"),
+                  exc_info=True)
+        outcome = _fail_before_gate(RiskgateError(f"unexpected {type(exc).__name__}: {exc}"),
+                                    run_id, config, trigger, {}, {}, log)
+        try:
+            emit_verdict(outcome.to_dict())
+        except Exception:
+            pass
+        return final_state(outcome)
 
 
-def _finish(cfg, run_id, folder, decision, infos, timings, started, files, validation_doc,
-            measures, options, extra, log, per_record=None, examples=None) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    record = decision_record(cfg, run_id, decision, infos, timings, started, extra)
-    files = dict(files)
-    files["report.html"] = report_html(record, measures, validation_doc, per_record,
-                                       cfg.report.detail, examples)
-    written = write_outputs(folder, files, record, options)
-    timings["write"] = time.perf_counter() - t0
-    report_url = written.get("report.html")
+def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, config: Any,
+              overrides: dict[str, Any] | None, trigger: dict[str, Any] | None,
+              storage_options: dict[str, Any] | None) -> State[Any]:
+    base_options = dict(storage_options or {})
+    context: dict[str, Any] = {}
     try:
-        publish(record, report_url)
+        check_storage_options(base_options, "storage_options parameter")
+        payload, context, payload_config = _trigger(trigger)
+        merged = {**(payload.overrides() if payload else {}), **dict(overrides or {})}
+        source = payload_config or config
+        if source is None:
+            source = _nightly_config()
+        gate = load_gate(source, merged, base_options)
+        options = resolve_storage_options(gate.config, base_options)
+    except RiskgateError as exc:
+        outcome = _fail_before_gate(exc, run_id, config, trigger, context, base_options, log)
+        emit_verdict(outcome.to_dict())
+        _label_run(outcome.release_id, outcome.verdict)
+        return final_state(outcome)
+
+    release_id = gate.config.release_id
+    _label_run(release_id, None)
+    ensure_defaults()
+    if trigger is not None:
+        take_trigger_rate(log)
+    slot = GateSlot(log)
+    try:
+        slot.acquire()
+    except RiskgateError as exc:
+        outcome = _fail_before_gate(exc, run_id, gate.config.model_dump(mode="json"), trigger,
+                                    context, options, log)
+        emit_verdict(outcome.to_dict())
+        _label_run(release_id, outcome.verdict)
+        return final_state(outcome)
+    try:
+        outcome = run_gate(gate, run_id, options, PrefectSteps(log, slot, gate, run_id),
+                           context=context, checksums=payload.checksums if payload else None)
+    finally:
+        slot.release()
+    outcome = RunOutcome(**{**outcome.__dict__, "slots": tuple(slot.held)})
+    related = ([{"prefect.resource.id": f"prefect.event.{context['trigger']['event_id']}",
+                 "prefect.resource.role": "trigger"}]
+               if context.get("trigger", {}).get("event_id") else [])
+    try:
+        publish(outcome.to_dict(), related=related)
     except Exception as exc:  # telling is best effort; the decision is already written
-        log.warning("could not publish artifacts/event: %s", exc)
-    return {"release_id": cfg.release_id, "verdict": decision.verdict.value,
-            "exit_code": decision.verdict.exit_code, "folder": folder,
-            "decision_url": join_url(folder, "decision.json"), "report_url": report_url,
-            "reasons": list(decision.reasons), "checks": record.get("checks", [])}
+        log.warning("could not publish artifacts/event: %s", redact_text(str(exc)))
+    for c in outcome.checks:
+        if c.get("verdict") != CheckVerdict.PASS.value:
+            log.warning("%s", check_line(c))
+    log.info("release %s: %s (%s)", release_id, outcome.verdict,
+             outcome.decision_url or "no decision written")
+    _label_run(release_id, outcome.verdict)
+    return final_state(outcome)

@@ -7,136 +7,36 @@ identification) are encoded *jointly*, so that equal values get equal codes acro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError, InputError, where
+from .errors import InputError, where
+from .roles import ColumnType, MissingPolicy, Roles
+
+__all__ = ["ColumnType", "EncodedColumn", "EncodedTable", "MissingPolicy", "NUMBER_PATTERN",
+           "Roles", "check_columns", "encode_table", "encode_tables", "infer_type",
+           "looks_numeric", "numeric_values"]
 
 
-class ColumnType(str, Enum):
-    """The type of a column, decided once (config) or inferred and then recorded."""
-
-    CONTINUOUS = "continuous"
-    INTEGER = "integer"
-    CATEGORICAL = "categorical"
-    BOOLEAN = "boolean"
-    DATETIME = "datetime"
-
-    @property
-    def is_numeric(self) -> bool:
-        return self in (ColumnType.CONTINUOUS, ColumnType.INTEGER)
+#: the one number syntax riskgate accepts in text cells (the loader, the encoder and the
+#: cleanliness checks all use it)
+NUMBER_PATTERN = r"^\s*[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*$"
+_NUMBER = re.compile(NUMBER_PATTERN)
 
 
-class MissingPolicy(str, Enum):
-    """How equivalence-class measures treat missing key values (SPEC 1 and 3.2)."""
-
-    OWN = "own"  # missing is its own value (riskgate's default)
-    WILDCARD = "wildcard"  # missing matches anything (sdcMicro freqCalc / ARX), weighted by alpha
-
-
-@dataclass(frozen=True)
-class Roles:
-    """Column roles of a table (SPEC section 1).
-
-    Attributes:
-        quasi_identifiers: what an attacker may know (sdcMicro's key variables).
-        sensitive: attributes that must not be inferred (l-diversity, t-closeness, secrets).
-        weight: sample weight column: each record stands for ``w`` population records.
-        household: household / cluster id column.
-        direct_identifiers: columns that must never appear in a released table.
-        types: explicit column types; every other used column's type is inferred.
-    """
-
-    quasi_identifiers: tuple[str, ...]
-    sensitive: tuple[str, ...] = ()
-    weight: str | None = None
-    household: str | None = None
-    direct_identifiers: tuple[str, ...] = ()
-    types: Mapping[str, ColumnType] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        seen: dict[str, str] = {}
-        for role, cols in self.assignments():
-            for col in cols:
-                if col in seen and seen[col] != role:
-                    raise ConfigError(
-                        f"column '{col}' is given two roles ({seen[col]} and {role}); "
-                        "give each column one role in the config"
-                    )
-                if col in seen:
-                    raise ConfigError(
-                        f"column '{col}' is listed twice as {role}; list it once"
-                    )
-                seen[col] = role
-        for col, typ in self.types.items():
-            if not isinstance(typ, ColumnType):
-                raise ConfigError(f"column '{col}': unknown type {typ!r}")
-
-    def assignments(self) -> list[tuple[str, tuple[str, ...]]]:
-        return [
-            ("quasi_identifiers", tuple(self.quasi_identifiers)),
-            ("sensitive", tuple(self.sensitive)),
-            ("weight", (self.weight,) if self.weight else ()),
-            ("household", (self.household,) if self.household else ()),
-            ("direct_identifiers", tuple(self.direct_identifiers)),
-        ]
-
-    @property
-    def measured_columns(self) -> tuple[str, ...]:
-        """Columns the measures read (QIs, sensitive, weight, household)."""
-        cols = list(self.quasi_identifiers) + list(self.sensitive)
-        cols += [c for c in (self.weight, self.household) if c]
-        return tuple(cols)
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, object]) -> Roles:
-        """Build roles from a config mapping (keys as the attributes, or 'qi' for short)."""
-        known = {"quasi_identifiers", "qi", "sensitive", "weight", "household",
-                 "direct_identifiers", "types"}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigError(
-                f"unknown role(s) {sorted(unknown)}; known roles are {sorted(known - {'qi'})}"
-            )
-        qi = data.get("quasi_identifiers", data.get("qi", ()))
-        types_raw = data.get("types") or {}
-        if not isinstance(types_raw, Mapping):
-            raise ConfigError("'types' must map column names to a type")
-        types = {}
-        for col, typ in types_raw.items():
-            try:
-                types[str(col)] = ColumnType(str(typ))
-            except ValueError:
-                raise ConfigError(
-                    f"column '{col}': unknown type '{typ}'; use one of "
-                    f"{[t.value for t in ColumnType]}"
-                ) from None
-        return cls(
-            quasi_identifiers=_as_tuple(qi, "quasi_identifiers"),
-            sensitive=_as_tuple(data.get("sensitive", ()), "sensitive"),
-            weight=_as_opt_str(data.get("weight")),
-            household=_as_opt_str(data.get("household")),
-            direct_identifiers=_as_tuple(data.get("direct_identifiers", ()), "direct_identifiers"),
-            types=types,
-        )
-
-
-def _as_tuple(value: object, name: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return tuple(v.strip() for v in value.split(",") if v.strip())
-    if isinstance(value, Sequence):
-        return tuple(str(v) for v in value)
-    raise ConfigError(f"'{name}' must be a list of column names")
-
-
-def _as_opt_str(value: object) -> str | None:
-    return None if value in (None, "") else str(value)
+def looks_numeric(series: pd.Series) -> bool:
+    """True when every non-missing cell of a column is a number (numeric dtype, or text that
+    matches :data:`NUMBER_PATTERN`)."""
+    if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        return True
+    values = series.dropna()
+    if values.empty:
+        return False
+    return bool(values.astype(str).str.match(_NUMBER).all())
 
 
 def infer_type(series: pd.Series) -> ColumnType:
@@ -234,20 +134,34 @@ def check_columns(df: pd.DataFrame, columns: Sequence[str], table: str, role: st
 
 
 def numeric_values(series: pd.Series, table: str, col: str) -> np.ndarray:
-    """Float values of a column; InputError naming the rows whose text is not a number."""
+    """Float values of a column (missing = NaN).
+
+    Raises:
+        InputError: naming the rows whose text is not a number, or whose number is not finite
+            (``1e400`` in a CSV, ``inf`` in Parquet): a non-finite number never reaches a measure.
+    """
     if pd.api.types.is_bool_dtype(series.dtype):
         return series.astype(float).to_numpy()
     if not (pd.api.types.is_numeric_dtype(series.dtype)):
-        converted = pd.to_numeric(series, errors="coerce")
-        bad = converted.isna() & series.notna()
+        text = series.astype(object)
+        converted = pd.to_numeric(text.where(text.isna(), text.astype(str).str.strip()),
+                                  errors="coerce")
+        bad = (converted.isna() & series.notna()).to_numpy()
         if bad.any():
-            rows = np.flatnonzero(bad.to_numpy())[:5].tolist()
+            rows = np.flatnonzero(bad)[:5].tolist()
             raise InputError(
                 f"{where(table, col)} is declared numeric but {int(bad.sum())} value(s) are not "
                 f"numbers (rows {rows}); fix the data or declare the column categorical"
             )
         series = converted
-    return series.to_numpy(dtype=float, na_value=np.nan)
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    infinite = np.isinf(values)
+    if infinite.any():
+        rows = np.flatnonzero(infinite)[:5].tolist()
+        raise InputError(
+            f"{where(table, col)} holds {int(infinite.sum())} infinite or overflowing number(s) "
+            f"(rows {rows}); every number must be finite: fix the data")
+    return values
 
 
 def encode_tables(
@@ -346,3 +260,10 @@ def _check_weights(col: EncodedColumn, table: str) -> None:
             f"{where(table, col.name)}: {bad.size} sample weight(s) are zero or negative "
             f"(rows {bad[:5].tolist()}); weights must be > 0 (a record stands for w people)"
         )
+    with np.errstate(over="ignore"):
+        total = float(np.sum(values))
+    if not np.isfinite(total):
+        raise InputError(
+            f"{where(table, col.name)}: the sample weights sum to more than the largest "
+            f"number a computer can hold (the largest is {float(values.max()):.3g}); weights "
+            "are population counts per record: fix the data")

@@ -1,10 +1,15 @@
 """The riskgate error hierarchy.
 
-Every message names the file (or table), the column and what to do, so that a data custodian
-can act on it without reading code.
+Every message names the file (or table), the column or key, and what to do, so that a data
+custodian can act on it without reading code.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class RiskgateError(Exception):
@@ -20,7 +25,7 @@ class ConfigError(RiskgateError):
 
 
 class StorageError(RiskgateError):
-    """Reading or writing through fsspec failed."""
+    """Reading or writing through fsspec failed (the store may come back: retried)."""
 
 
 class InsufficientEvidence(RiskgateError):
@@ -35,3 +40,43 @@ def where(table: str | None, column: str | None = None) -> str:
     if column:
         parts.append(f"column '{column}'")
     return ", ".join(parts) if parts else "input"
+
+
+def _allowed(err: dict[str, Any]) -> str:
+    ctx = err.get("ctx") or {}
+    expected = ctx.get("expected")
+    return f" (allowed: {expected})" if expected else ""
+
+
+def validation_lines(exc: ValidationError, prefix: str = "") -> list[str]:
+    """One line per pydantic error: the dotted key, what is wrong and what is allowed."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in (*([prefix] if prefix else []), *err["loc"]))
+        msg = err["msg"]
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"{loc or '(top level)'}: {msg}{_allowed(err)}")
+    return lines
+
+
+def config_error(exc: ValidationError, source: str, prefix: str = "",
+                 allowed: dict[str, list[str]] | None = None) -> ConfigError:
+    """A ConfigError naming the file, every bad key, and the allowed keys where one is unknown.
+
+    Args:
+        exc: pydantic's error.
+        source: the file (or "gate config") the keys came from.
+        prefix: the key under which the validated mapping sits (e.g. ``measures.reid``).
+        allowed: for an unknown key under a mapping, the keys it may hold (by dotted parent).
+    """
+    lines = validation_lines(exc, prefix)
+    if allowed:
+        for err in exc.errors():
+            if err.get("type") == "extra_forbidden":
+                parent = ".".join(str(p) for p in (*([prefix] if prefix else []),
+                                                   *err["loc"][:-1]))
+                if parent in allowed:
+                    lines.append(f"{parent} allows: {', '.join(sorted(allowed[parent]))}")
+    body = lines[0] if len(lines) == 1 else "\n  " + "\n  ".join(dict.fromkeys(lines))
+    return ConfigError(f"{source}: {body}")

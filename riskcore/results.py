@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -42,6 +42,8 @@ class MeasureResult:
     #: named tables whose rows are not the released table's records (e.g. the ALC's
     #: predictions per target), written as ``<name>.parquet`` beside the results
     records: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)
+    #: why a figure that is None could not be computed (named for the policy's message)
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
     def figure(self, name: str) -> float | int | None:
         return self.figures.get(name)
@@ -66,6 +68,7 @@ class MeasureResult:
             "warnings": list(self.warnings),
             **({"records": {name: f"{name}.parquet" for name in self.records}}
                if self.records else {}),
+            **({"unavailable": dict(self.unavailable)} if self.unavailable else {}),
         }
 
 
@@ -76,8 +79,25 @@ def not_computable(measure: str, reason: str, parameters: Mapping[str, Any] | No
                          status=status, reason=reason)
 
 
+class Record:
+    """Mixin for frozen dataclasses: one serialization for every result riskgate writes.
+
+    ``to_dict`` maps each field through :func:`to_jsonable`; fields named in ``json_exclude``
+    are left out (e.g. large arrays written elsewhere).
+    """
+
+    json_exclude: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        assert is_dataclass(self)
+        return {f.name: to_jsonable(getattr(self, f.name)) for f in fields(self)
+                if f.name not in self.json_exclude}
+
+
 def to_jsonable(value: Any) -> Any:
     """Convert numpy / enum / nested values into plain JSON types (NaN and inf become None)."""
+    if isinstance(value, Record):
+        return value.to_dict()
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from statistics import NormalDist
+
 import numpy as np
-from scipy.stats import norm
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Risk:
 def z_score(confidence_level: float = 0.95) -> float:
     if not 0.0 < confidence_level < 1.0:
         raise ValueError(f"confidence level must lie in (0, 1), got {confidence_level}")
-    return float(norm.ppf(0.5 * (1.0 + confidence_level)))
+    return NormalDist().inv_cdf(0.5 * (1.0 + confidence_level))
 
 
 def wilson(successes: float, trials: int, confidence_level: float = 0.95) -> Rate:

@@ -1,4 +1,4 @@
-"""Prefect tasks that read inputs and write outputs through fsspec (retried: I/O can flake)."""
+"""Prefect tasks that read the inputs and write the outputs through fsspec."""
 
 from __future__ import annotations
 
@@ -9,42 +9,50 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from riskcore.gate import load_input, write_run
-from riskcore.gateconfig import GateConfig
-from riskcore.tableio import TableInfo, check_storage_options
+from riskcore.errors import ConfigError
+from riskcore.gate.config import Gate, GateConfig
+from riskcore.gate.run import load_input, write_run
+from riskcore.gate.tables import TableInfo
+from riskcore.redact import register
+from riskcore.storage import check_storage_options
+
+from .common import clean_failure
 
 
-def storage_options(cfg: GateConfig) -> dict[str, Any]:
-    """fsspec options: the config's (no secrets) plus a Prefect Secret block's, if named.
-
-    The block's content is never logged or written anywhere.
-    """
-    options = dict(cfg.storage.options)
+def resolve_storage_options(cfg: GateConfig, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """fsspec options: the caller's (no secrets), the config's (no secrets), then a Prefect
+    Secret block's, if named. The block's values are registered for redaction: they never
+    appear in a log, an output, an artifact or an event."""
+    options = {**dict(base or {}), **cfg.storage.options}
+    check_storage_options(options, "storage options")
     if cfg.storage.credentials_block:
         from prefect.blocks.system import Secret
 
-        secret = Secret.load(cfg.storage.credentials_block).get()
+        try:
+            secret = Secret.load(cfg.storage.credentials_block).get()
+        except ValueError:
+            raise ConfigError(f"storage.credentials_block: no Secret block named "
+                              f"'{cfg.storage.credentials_block}'; create it with Prefect "
+                              "(prefect block create secret) or fix the name") from None
         if not isinstance(secret, Mapping):
-            from riskcore.errors import ConfigError
-
             raise ConfigError(f"Secret block '{cfg.storage.credentials_block}' must hold a JSON "
                               "object of fsspec storage options (e.g. key, secret)")
+        register([secret])
         options.update(secret)
-    else:
-        check_storage_options(options)
     return options
 
 
-@task(name="load", task_run_name="load-{name}", retries=2, retry_delay_seconds=2,
-      cache_policy=NO_CACHE)
-def load_table(cfg: GateConfig, name: str, options: dict[str, Any]
+@task(name="load", task_run_name="load-{name}", cache_policy=NO_CACHE, retries=0)
+@clean_failure
+def load_table(gate: Gate, name: str, options: dict[str, Any]
                ) -> tuple[pd.DataFrame, TableInfo]:
     """Read one input table (original, released, control, identification)."""
-    return load_input(cfg, name, options)
+    return load_input(gate.config, name, options)
 
 
-@task(name="write-outputs", retries=2, retry_delay_seconds=2, cache_policy=NO_CACHE)
-def write_outputs(folder: str, files: dict[str, bytes], decision: dict[str, Any],
+@task(name="write-outputs", cache_policy=NO_CACHE, retries=0)
+@clean_failure
+def write_outputs(folder: str, files: dict[str, bytes], decision: dict[str, Any] | None,
                   options: dict[str, Any]) -> dict[str, str]:
     """Write the run folder, decision.json last."""
     return write_run(folder, files, decision, options)

@@ -1,24 +1,27 @@
-"""Prefect tasks: encode once, then one task per measure (deterministic: no retries)."""
+"""Prefect tasks: encode once, then one task per measure family (deterministic: no retries)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from riskcore.gate import prepare_inputs
-from riskcore.gateconfig import GateConfig
-from riskcore.measures import MeasureInputs, run_measure
+from riskcore.gate.config import Gate
+from riskcore.gate.run import encode, measure
+from riskcore.measures import MeasureInputs
+from riskcore.measures.family import Params
 from riskcore.results import MeasureResult
 
+from .common import clean_failure
 
-@task(name="encode", cache_policy=NO_CACHE)
-def encode_inputs(cfg: GateConfig, frames: dict[str, pd.DataFrame]) -> MeasureInputs:
-    return prepare_inputs(cfg, frames)
+
+@task(name="encode", cache_policy=NO_CACHE, retries=0)
+@clean_failure
+def encode_inputs(gate: Gate, frames: dict[str, pd.DataFrame]) -> MeasureInputs:
+    return encode(gate.config, frames)
 
 
 @task(name="measure", task_run_name="measure-{name}", cache_policy=NO_CACHE, retries=0)
-def measure(name: str, inputs: MeasureInputs, params: dict[str, Any]) -> MeasureResult:
-    return run_measure(name, inputs, params)
+@clean_failure
+def run_family(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
+    return measure(name, inputs, params)

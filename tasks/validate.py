@@ -6,10 +6,14 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from riskcore.cleanliness import CleanlinessReport, validate_tables
-from riskcore.data import Roles
+from riskcore.gate.cleanliness import CleanlinessReport
+from riskcore.gate.config import Gate
+from riskcore.gate.run import validate
+
+from .common import clean_failure
 
 
-@task(name="validate", cache_policy=NO_CACHE)
-def validate_inputs(frames: dict[str, pd.DataFrame], roles: Roles) -> CleanlinessReport:
-    return validate_tables(frames, roles)
+@task(name="validate", cache_policy=NO_CACHE, retries=0)
+@clean_failure
+def validate_inputs(gate: Gate, frames: dict[str, pd.DataFrame]) -> CleanlinessReport:
+    return validate(gate.config, frames)

@@ -8,7 +8,6 @@ a plot whose data is absent is left out and the section says why.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,48 +22,14 @@ RISK_LABELS = tuple(f"≤{e:g}" for e in RISK_BAND_EDGES)
 #: class-size buckets of the class-size histogram (lower bounds; the last is open)
 SIZE_BUCKETS = (1, 2, 3, 4, 5, 10, 20, 50, 100)
 
-#: the sections of the report and the measure families each one shows
-SECTIONS = (
-    ("reid", "Re-identification risk", ("k_anonymity", "reid")),
-    ("sdc", "sdcMicro measures", ("sdc", "suda", "l_diversity", "t_closeness", "population",
-                                  "drisk")),
-    ("attacks", "Attacks (Anonymeter)", ("singling_out", "linkability", "inference")),
-    ("alc", "Anonymity Loss Coefficient", ("alc",)),
-)
+def sections() -> list[tuple[str, str, tuple[str, ...]]]:
+    """The report's sections (key, title, families in it), from the registry."""
+    from ..measures import FAMILIES, SECTIONS
 
-#: what to do when a check on a figure of this family fails
-ADVICE = {
-    "k_anonymity": "Generalize (coarser bands, larger regions) or suppress the quasi-identifier "
-                   "values of the smallest classes; the class-size histogram shows how many "
-                   "records sit in them.",
-    "reid": "The risk sits in small classes: generalize or suppress quasi-identifiers until no "
-            "class is smaller than 1/T. Journalist figures also depend on the sample weights.",
-    "l_diversity": "Some group of records shares one sensitive value: generalize the quasi-"
-                   "identifiers so that groups merge, suppress those records, or perturb the "
-                   "sensitive attribute.",
-    "t_closeness": "Some group's sensitive distribution is far from the table's: generalize "
-                   "the quasi-identifiers or perturb the sensitive attribute.",
-    "sdc": "Treat the riskiest records first (local suppression, recoding); sdcMicro's "
-           "'threshold' figure is the individual risk to bring them under. Household risk "
-           "needs household-level treatment (e.g. drop household size or structure).",
-    "suda": "Generalize the variables with the largest SUDA contributions first (see the "
-            "contributions plot), or suppress values in the records with the highest scores.",
-    "population": "Records unique in the population can be re-identified with certainty: "
-                  "generalize the quasi-identifiers or release a smaller sample.",
-    "drisk": "Perturbed numeric values stay too close to the originals: add more noise or "
-             "swap more records.",
-    "singling_out": "Queries built from the release isolate real people: generalize or drop "
-                    "rare values and outliers, or synthesize with more privacy (fewer "
-                    "near-copies of original rows).",
-    "linkability": "The release links the attacker's two column sets: generalize or perturb "
-                   "the columns of one set, or remove near-copies of original rows.",
-    "inference": "The release lets an attacker infer the secret better than the control: "
-                 "perturb the secret, generalize the columns it is inferred from, or remove "
-                 "near-copies of original rows.",
-    "alc": "The best-row-match attack predicts the secret better than the baseline: look at "
-           "the attack with the highest ALC, remove near-copies of original rows, generalize "
-           "its known columns or perturb the secret.",
-}
+    return [(key, title, tuple(f.name for f in FAMILIES if f.section == key))
+            for key, title in SECTIONS]
+
+
 INSUFFICIENT_ADVICE = ("The figure could not be computed or is not significant yet (see the "
                        "measure's reason): the gate never passes what it could not measure. "
                        "Add the missing input or parameter, or run more attacks.")
@@ -81,16 +46,18 @@ def advice(check: Mapping[str, Any]) -> str:
         return ""
     if verdict in ("insufficient", "error"):
         return INSUFFICIENT_ADVICE
-    return ADVICE.get(family(str(check.get("figure", ""))), "")
+    from ..measures import BY_NAME
+
+    fam = BY_NAME.get(family(str(check.get("figure", ""))))
+    return fam.advice if fam else ""
 
 
 def check_threshold(checks: Sequence[Mapping[str, Any]], figure: str) -> float | None:
-    """The numeric bound of the first check on ``figure`` (e.g. 3 from '>= 3')."""
+    """The lower bound (else the upper bound) of the first check on ``figure``."""
     for c in checks:
         if c.get("figure") == figure:
-            m = re.search(r"-?\d+(\.\d+)?(e-?\d+)?", str(c.get("threshold", "")))
-            if m:
-                return float(m.group(0))
+            bound = c.get("min") if c.get("min") is not None else c.get("max")
+            return None if bound is None else float(bound)
     return None
 
 

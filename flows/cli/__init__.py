@@ -1,0 +1,107 @@
+"""The ``riskgate`` command line, one module per command.
+
+Exit codes (every command):
+
+====  ==========================================================
+0     approved (``gate``), or the command did what it was asked
+1     rejected (``gate``); a problem a reader would see (``screenshot``)
+2     needs review (``gate``)
+3     error: bad input, unreachable store or API, any unexpected exception
+64    usage error: unknown flag, missing argument (sysexits' EX_USAGE)
+130   interrupted (Ctrl-C)
+====  ==========================================================
+
+An error prints one line naming the file, key or column and what to do; ``--verbose`` adds the
+traceback. Every line that leaves the process is redacted (no credential is ever printed).
+Prefect is imported only by the commands that orchestrate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import NoReturn
+
+from riskcore.errors import RiskgateError
+from riskcore.redact import install_log_redaction, redact_text
+
+from . import alc, attack, config, example, gate, measure, ops, report
+from .common import console
+
+EXIT_OK = 0
+EXIT_ERROR = 3
+EXIT_USAGE = 64
+EXIT_INTERRUPTED = 130
+
+COMMANDS = (measure, attack, alc, gate, config, report, ops, example)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with riskgate's usage exit code (64, not 2 = NEEDS_REVIEW)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: usage error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true",
+                        help="show tracebacks and Prefect's run log on the console")
+    p = Parser(prog="riskgate", description="Measure re-identification risk of released "
+               "tables and gate their release.", parents=[common],
+               epilog="Exit codes: 0 approved/done, 1 rejected, 2 needs review, 3 error, "
+                      "64 usage error.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           parser_class=Parser)
+    for module in COMMANDS:
+        module.add_parsers(sub, common)
+    return p
+
+
+def _handler(args: argparse.Namespace) -> Callable[[argparse.Namespace], int]:
+    return args.handler  # type: ignore[no-any-return]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns its exit code (never raises, except SystemExit for usage)."""
+    args = build_parser().parse_args(argv)
+    verbose = bool(getattr(args, "verbose", False))
+    if not verbose:
+        # the summary tables replace Prefect's console log; the API log (UI) is unchanged
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", "CRITICAL")
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", "CRITICAL")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    install_log_redaction()
+    try:
+        return int(_handler(args)(args))
+    except RiskgateError as exc:
+        _fail(f"error: {type(exc).__name__}: {exc}", verbose)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # an unforeseen failure is an error (3), never a verdict
+        _fail(f"error: unexpected {type(exc).__name__}: {exc}"
+              + ("" if verbose else " (run with --verbose for the traceback)"), verbose)
+        return EXIT_ERROR
+
+
+def _fail(line: str, verbose: bool) -> None:
+    if verbose:
+        sys.stderr.write(redact_text(traceback.format_exc()))
+    console.print(redact_text(line), markup=False, highlight=False, soft_wrap=True)
+
+
+def run(argv: list[str] | None = None) -> NoReturn:
+    """The console script."""
+    sys.exit(main(argv))
+
+
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "run"]

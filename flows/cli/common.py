@@ -1,0 +1,189 @@
+"""What the commands share: consoles, JSON output, progress bars, result tables, storage
+options, and the library commands' path through the gate's own steps (read, clean, encode)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from riskcore.errors import ConfigError, InputError
+from riskcore.redact import redact, redact_text
+from riskcore.storage import check_storage_options
+
+console = Console(stderr=True)
+out = Console()
+
+#: environment variable with JSON fsspec options for every URL the CLI reads (no secrets)
+STORAGE_ENV = "RISKGATE_STORAGE_OPTIONS"
+
+
+def csv_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def add_storage_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON",
+                   help="fsspec options for every URL, e.g. '{\"endpoint_url\": "
+                   "\"http://minio:9000\"}' (never credentials; also "
+                   f"${STORAGE_ENV})")
+
+
+def storage_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The storage options of a command: --storage-options, else $RISKGATE_STORAGE_OPTIONS."""
+    raw = getattr(args, "storage_options", None) or os.environ.get(STORAGE_ENV)
+    if not raw:
+        return {}
+    try:
+        options = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--storage-options / ${STORAGE_ENV} is not valid JSON ({exc.msg} "
+                          f"at character {exc.pos}); give an object like "
+                          "'{\"endpoint_url\": \"http://host:9000\"}'") from None
+    if not isinstance(options, dict):
+        raise ConfigError(f"--storage-options / ${STORAGE_ENV} must be a JSON object")
+    check_storage_options(options, "--storage-options")
+    return options
+
+
+def write_json(doc: Any, target: str, schema: str | None = None) -> None:
+    """Write a JSON document (validated against its schema when named) to a file or stdout."""
+    doc = redact(doc)
+    if schema:
+        from riskcore.gate.schemas import validate
+
+        validate(doc)
+    text = json.dumps(doc, indent=2, sort_keys=True)
+    if target == "-":
+        print(text)
+    else:
+        Path(target).write_text(text, encoding="utf-8")
+        console.print(f"JSON written to {target}")
+
+
+@contextmanager
+def progress_bars() -> Iterator[None]:
+    """Rich progress bars (count, elapsed, ETA) for every label riskcore ticks under.
+
+    Drawn on stderr and only on a terminal; pipelines see nothing of them.
+    """
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from riskcore import progress
+
+    if not console.is_terminal:
+        yield
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+                  transient=True) as bar:
+        ids: dict[str, Any] = {}
+
+        def on_tick(label: str, step: str, done: int, total: int | None) -> None:
+            if label not in ids:
+                ids[label] = bar.add_task(label, total=total)
+            bar.update(ids[label], completed=done, total=total, description=f"{label}: {step}")
+
+        with progress.listen(on_tick):
+            yield
+
+
+def print_results(results: Mapping[str, Any], target: Console) -> None:
+    """One table per measure: figure, value (4 significant digits), direction."""
+    for name, res in results.items():
+        table = Table(title=name, show_header=True, header_style="bold")
+        table.add_column("figure")
+        table.add_column("value", justify="right")
+        table.add_column("direction")
+        for key, value in res.figures.items():
+            txt = "n/a" if value is None else (f"{value:.6g}" if isinstance(value, float)
+                                               else str(value))
+            direction = res.higher_is_riskier.get(key)
+            table.add_row(key, txt, "" if direction is None else
+                          ("higher = riskier" if direction else "lower = riskier"))
+        if res.status.value != "ok":
+            table.caption = redact_text(f"{res.status.value}: {res.reason}")
+        target.print(table)
+
+
+def result_console(json_target: str | None) -> Console:
+    """Human output goes to stderr when JSON goes to stdout."""
+    return console if json_target == "-" else out
+
+
+def config_subset(path: str | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a gate config a library command takes: roles, types, reading, missing
+    policy, seed and the measures' parameters (``--config FILE``)."""
+    if not path:
+        return {}
+    from riskcore.gate.config import read_document
+    from riskcore.storage import parent, resolve
+
+    data = read_document(path, options, "config file")
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config file '{redact_text(path)}' must hold a mapping")
+    keep = {k: data[k] for k in ("roles", "missing", "alpha", "seed", "read", "limits",
+                                 "measures", "original", "released", "control",
+                                 "identification") if k in data}
+    base = parent(path)
+    for key in ("original", "released", "control", "identification"):
+        if isinstance(keep.get(key), str):
+            keep[key] = resolve(keep[key], base)
+    return keep
+
+
+def read_frames(urls: Mapping[str, str], options: Mapping[str, Any],
+                read: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
+    """Read tables by role name (all their columns), for commands that take their columns from
+    the tables themselves."""
+    from riskcore.gate.tables import read_table
+
+    frames, infos = {}, []
+    for name, url in urls.items():
+        df, info = read_table(url, name=name, storage_options=options, **dict(read or {}))
+        frames[name] = df
+        infos.append(info)
+    return frames, infos
+
+
+def prepared_inputs(cfg: Any, options: Mapping[str, Any],
+                    frames: dict[str, Any] | None = None, infos: list[Any] | None = None
+                    ) -> tuple[Any, list[Any]]:
+    """Read (unless given), clean and encode a command's tables with the gate's own steps.
+
+    Returns (MeasureInputs, table infos listing only the columns with a role); unclean data is
+    an InputError listing the failed checks (the gate would reject it).
+    """
+    from dataclasses import replace
+
+    from riskcore.gate.run import encode, load_input, validate
+
+    if frames is None:
+        frames, infos = {}, []
+        for name in cfg.tables():
+            df, info = load_input(cfg, name, options)
+            frames[name] = df
+            infos.append(info)
+    roles = set(cfg.role_spec.all_columns)
+    infos = [replace(i, columns=tuple(c for c in i.columns if c in roles),
+                     other_columns=i.other_columns + sum(1 for c in i.columns if c not in roles))
+             for i in (infos or [])]
+    report = validate(cfg, frames)
+    if not report.success:
+        lines = report.summary_lines()
+        raise InputError("the data is not clean (the gate would reject it):\n  "
+                         + "\n  ".join(lines[:20]))
+    return encode(cfg, frames), infos
+
+
+def common_columns(tables: Sequence[list[str]]) -> list[str]:
+    first = tables[0]
+    return [c for c in first if all(c in t for t in tables[1:])]

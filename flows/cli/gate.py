@@ -1,0 +1,109 @@
+"""``riskgate gate``: one gate run through the Prefect flow, against the configured API or a
+private local server (see :mod:`riskgate.flows.local_api`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from riskcore.redact import redact, redact_text
+
+from .common import add_storage_flag, console, out, progress_bars, storage_options
+
+VERDICT_STYLE = {"APPROVED": "green", "NEEDS_REVIEW": "yellow", "REJECTED": "red"}
+CHECK_STYLE = {"pass": "green", "review": "yellow", "insufficient": "yellow", "fail": "red",
+               "error": "magenta"}
+
+
+def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    g = sub.add_parser("gate", parents=[common],
+                       help="run the release gate (Prefect flow) on a gate config",
+                       description="Run the release gate: against PREFECT_API_URL when set, "
+                       "else a private local Prefect server. Exit code 0 approved, 1 rejected, "
+                       "2 needs review, 3 error.")
+    g.add_argument("--config", required=True, help="gate YAML: a path or any fsspec URL")
+    for key in ("release-id", "original", "released", "control", "identification",
+                "output-url", "policy"):
+        g.add_argument(f"--{key}", dest=key.replace("-", "_"), default=None,
+                       help=f"override the config's {key.replace('-', '_')}")
+    g.add_argument("--dask-address", help="run the measure tasks on this Dask scheduler")
+    g.add_argument("--dask-local", type=int, metavar="N",
+                   help="start a local Dask cluster with N workers for the measure tasks")
+    g.add_argument("--report-detail", choices=["summary", "full"], default=None,
+                   dest="report_detail", help="'full' adds the quasi-identifier values of the "
+                   "riskiest records to the report, labelled as examples (overrides the config)")
+    g.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    add_storage_flag(g)
+    g.set_defaults(handler=run)
+
+
+def overrides(args: argparse.Namespace) -> dict[str, Any]:
+    keys = ("release_id", "original", "released", "control", "identification", "output_url",
+            "policy", "report_detail")
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
+def run(args: argparse.Namespace) -> int:
+    from riskcore.gate.config import load_gate
+
+    options = storage_options(args)
+    over = overrides(args)
+    gate = load_gate(args.config, over, options)  # a config error fails here, in a second
+    from ..local_api import prefect_api
+    from ..release_gate import release_gate
+
+    flow_fn: Any = release_gate
+    if args.dask_address or args.dask_local:
+        from prefect_dask import DaskTaskRunner
+
+        runner = (DaskTaskRunner(address=args.dask_address) if args.dask_address else
+                  DaskTaskRunner(cluster_class="distributed.LocalCluster",
+                                 cluster_kwargs={"n_workers": args.dask_local,
+                                                 "threads_per_worker": 1,
+                                                 "dashboard_address": None}))
+        flow_fn = release_gate.with_options(task_runner=runner)
+    console.print(f"release gate [bold]{gate.config.release_id}[/]: running...")
+    with prefect_api(), progress_bars():
+        state = flow_fn(config=args.config, overrides=over, storage_options=options,
+                        return_state=True)
+    outcome = state.result(raise_on_failure=False)
+    if not isinstance(outcome, dict):
+        console.print(redact_text(f"error: the gate run ended {state.type.value} without a "
+                                  f"verdict: {outcome!r}"), markup=False)
+        return 3
+    if args.json:
+        print(json.dumps(redact(outcome), indent=2, default=str))
+    else:
+        print_outcome(outcome, out)
+    return int(outcome["exit_code"])
+
+
+def print_outcome(outcome: dict[str, Any], target: Console) -> None:
+    """The gate's summary: a table of every policy check, the verdict and where things went."""
+    checks = outcome.get("checks") or []
+    if checks:
+        table = Table(title=f"policy checks of {outcome['release_id']}", header_style="bold")
+        for col, justify in (("check", "left"), ("value", "right"), ("threshold", "left"),
+                             ("verdict", "left")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for c in checks:
+            value = c.get("value")
+            txt = "n/a" if value is None else f"{value:.4g}"
+            style = CHECK_STYLE.get(c["verdict"], "")
+            table.add_row(c["figure"], txt, str(c.get("threshold") or ""),
+                          f"[{style}]{c['verdict']}[/]" if style else c["verdict"])
+        target.print(table)
+    colour = VERDICT_STYLE.get(outcome["verdict"], "magenta")
+    target.print(f"verdict: [bold {colour}]{outcome['verdict']}[/]")
+    for reason in outcome.get("reasons", [])[:15]:
+        target.print(f"  - {redact_text(reason)}", soft_wrap=True, markup=False)
+    target.print(f"decision: {outcome.get('decision_url') or 'not written'}", soft_wrap=True,
+                 markup=False)
+    if outcome.get("report_link"):
+        target.print(f"report:   {outcome['report_link']}", soft_wrap=True, markup=False)
+    elif outcome.get("report_url"):
+        target.print(f"report:   {outcome['report_url']}", soft_wrap=True, markup=False)

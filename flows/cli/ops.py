@@ -1,0 +1,303 @@
+"""Operations commands: ``deploy``, ``deployments``, ``serve``, ``limits`` and
+``emit-anonymized``. They talk to a running Prefect API (``PREFECT_API_URL``) and refuse to run
+without one: an event emitted into a throwaway server reaches nobody."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from riskcore.errors import ConfigError, RiskgateError
+from riskcore.redact import redact_text
+from riskcore.storage import check_url, filesystem
+
+from .common import add_storage_flag, console, out, storage_options
+
+VERDICT_EXIT = {"APPROVED": 0, "REJECTED": 1, "NEEDS_REVIEW": 2, "ERROR": 3}
+DEFAULT_PREFECT_FILE = "deployments/prefect.yaml"
+
+
+class NotDelivered(RiskgateError):
+    """The event did not reach the Prefect API."""
+
+
+def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    d = sub.add_parser("deploy", parents=[common],
+                       help="create the work pool and limits, and deploy prefect.yaml",
+                       description="One command for a running Prefect server: creates the "
+                       "'riskgate-process' work pool and the gate's limits when missing, runs "
+                       "'prefect deploy --all --prefect-file FILE', and with --nightly-config "
+                       "sets the nightly re-check's config and activates its schedule.")
+    d.add_argument("--prefect-file", default=DEFAULT_PREFECT_FILE, dest="prefect_file")
+    d.add_argument("--nightly-config", dest="nightly_config", help="config URL of the "
+                   "nightly re-check (activates its schedule)")
+    d.set_defaults(handler=cmd_deploy)
+
+    ds = sub.add_parser("deployments", parents=[common],
+                        help="write or check deployments/prefect.yaml from its one source")
+    ds.add_argument("--write", action="store_true", help="write the file")
+    ds.add_argument("--check", action="store_true", help="exit 1 if the file differs")
+    ds.add_argument("--prefect-file", default=DEFAULT_PREFECT_FILE, dest="prefect_file")
+    ds.set_defaults(handler=cmd_deployments)
+
+    s = sub.add_parser("serve", parents=[common],
+                       help="serve the gate's deployments (schedule + event trigger) without a "
+                       "worker")
+    s.add_argument("--config", default=None, help="config URL of the nightly re-check (its "
+                   "schedule is inactive without one)")
+    s.add_argument("--cron", default="0 2 * * *", help="schedule of the nightly re-check")
+    s.set_defaults(handler=cmd_serve)
+
+    lim = sub.add_parser("limits", parents=[common],
+                         help="show or set the gate's shared limits (seed 001)")
+    lim.add_argument("--gate", type=int, default=None, help="gate runs at once (default 5)")
+    lim.add_argument("--trigger-rate", type=int, default=None, dest="trigger_rate",
+                     help="triggered runs per minute (default 60)")
+    lim.set_defaults(handler=cmd_limits)
+
+    e = sub.add_parser("emit-anonymized", parents=[common],
+                       help="emit riskgate.anonymization.completed (triggers a gate run)",
+                       description="Tell the deployed gate that a release is ready. The event "
+                       "carries the release id, the released file and the SHA-256 of the files "
+                       "named, so that the gate checks exactly those bytes. Exits non-zero "
+                       "when the event was not delivered; with --wait, exits with the verdict's "
+                       "code (0 approved, 1 rejected, 2 needs review, 3 error).")
+    e.add_argument("--release", required=True, help="release id")
+    e.add_argument("--released", "--url", dest="released", required=True,
+                   help="URL of the released table")
+    e.add_argument("--config", help="gate config URL (default: the deployment's)")
+    for key in ("original", "control", "identification", "policy"):
+        e.add_argument(f"--{key}", default=None, help=f"URL of the {key} (overrides the "
+                       "config's)")
+    e.add_argument("--output", dest="output_url", help="output URL (overrides the config)")
+    e.add_argument("--no-checksums", action="store_true", dest="no_checksums",
+                   help="do not send the files' SHA-256 (the gate then cannot verify them)")
+    e.add_argument("--wait", action="store_true", help="wait for the verdict event")
+    e.add_argument("--timeout", type=float, default=900.0,
+                   help="--wait: seconds before giving up (default 900)")
+    e.add_argument("--expect", choices=list(VERDICT_EXIT),
+                   help="--wait: exit 0 only if the verdict is this one (else 1)")
+    add_storage_flag(e)
+    e.set_defaults(handler=cmd_emit)
+
+
+def api_url() -> str:
+    """The configured Prefect API, checked; refuses to work without one."""
+    from prefect.settings import PREFECT_API_URL
+
+    from ..local_api import check_api
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise ConfigError("PREFECT_API_URL is not set: this command needs the running Prefect "
+                          "server the gate is deployed on (e.g. export "
+                          "PREFECT_API_URL=http://127.0.0.1:4200/api)")
+    check_api(url)
+    return str(url)
+
+
+# ---------------------------------------------------------------- deploy / deployments / serve
+def cmd_deployments(args: argparse.Namespace) -> int:
+    from ..deployments import prefect_yaml
+
+    text = prefect_yaml()
+    path = Path(args.prefect_file)
+    if args.write:
+        path.write_text(text, encoding="utf-8")
+        out.print(f"wrote {path}")
+        return 0
+    if args.check:
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        if current != text:
+            out.print(f"{path} differs from riskgate/flows/deployments.py: run "
+                      "'riskgate deployments --write'")
+            return 1
+        out.print(f"{path} is up to date")
+        return 0
+    print(text, end="")
+    return 0
+
+
+def ensure_work_pool() -> bool:
+    """Create the process work pool when missing; True when it was created."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    from ..deployments import WORK_POOL
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(WORK_POOL)
+            return False
+        except ObjectNotFound:
+            client.create_work_pool(WorkPoolCreate(
+                name=WORK_POOL, type="process",
+                base_job_template=ProcessWorker.get_default_base_job_template()))
+            return True
+
+
+def set_nightly(config_url: str) -> None:
+    """The nightly re-check's config URL (a Prefect Variable) and its schedule activated."""
+    from prefect.client.orchestration import get_client
+    from prefect.variables import Variable
+
+    from ..release_gate import NIGHTLY_CONFIG_VARIABLE
+
+    check_url(config_url, "--nightly-config")
+    Variable.set(NIGHTLY_CONFIG_VARIABLE, config_url, overwrite=True)
+    with get_client(sync_client=True) as client:
+        dep = client.read_deployment_by_name("release-gate/nightly-recheck")
+        for sched in client.read_deployment_schedules(dep.id):
+            client.update_deployment_schedule(dep.id, sched.id, active=True)
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from ..limits import ensure_defaults
+
+    url = api_url()
+    path = Path(args.prefect_file)
+    if not path.is_file():
+        raise ConfigError(f"--prefect-file: '{path}' does not exist; run from the repository "
+                          "root or give the file's path")
+    if ensure_work_pool():
+        out.print("created work pool riskgate-process (type process)")
+    ensure_defaults()
+    cmd = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all", "--prefect-file",
+           str(path)]
+    out.print(f"deploying to {url}: {' '.join(cmd[2:])}")
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ConfigError("prefect deploy failed: " + redact_text(
+            (done.stderr or done.stdout).strip()[-800:]))
+    out.print("deployed: release-gate/nightly-recheck, release-gate/on-anonymization")
+    if args.nightly_config:
+        set_nightly(args.nightly_config)
+        out.print("nightly re-check: config set, schedule active")
+    else:
+        out.print("nightly re-check: schedule inactive until 'riskgate deploy "
+                  "--nightly-config URL'")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from prefect import serve
+
+    from ..deployments import runner_deployments
+    from ..limits import ensure_defaults
+
+    api_url()
+    if args.config:
+        check_url(args.config, "--config")
+    ensure_defaults()
+    serve(*runner_deployments(args.config, cron=args.cron))
+    return 0
+
+
+def cmd_limits(args: argparse.Namespace) -> int:
+    from ..limits import set_limits
+
+    api_url()
+    for name, value in (("--gate", args.gate), ("--trigger-rate", args.trigger_rate)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be at least 1")
+    for name, state in set_limits(args.gate, args.trigger_rate).items():
+        out.print(f"{name}: {state}")
+    return 0
+
+
+# ---------------------------------------------------------------- emit-anonymized
+def file_sha256(url: str, options: dict[str, Any]) -> str:
+    fs, path = filesystem(url, options)
+    digest = hashlib.sha256()
+    try:
+        with fs.open(path, "rb") as fh:
+            while chunk := fh.read(8 << 20):
+                digest.update(chunk)
+    except FileNotFoundError:
+        raise ConfigError(f"'{redact_text(url)}' does not exist; emit the event after the "
+                          "file is written") from None
+    return digest.hexdigest()
+
+
+def post_event(api: str, event: dict[str, Any]) -> None:
+    """Deliver one event synchronously (the API answers 204 once it has it)."""
+    import httpx
+
+    try:
+        response = httpx.post(f"{api.rstrip('/')}/events", json=[event], timeout=10.0)
+    except httpx.HTTPError as exc:
+        raise NotDelivered(f"the event was not delivered: {type(exc).__name__} from {api}"
+                           ) from None
+    if response.status_code >= 300:
+        raise NotDelivered(f"the event was not delivered: the API answered "
+                           f"{response.status_code}")
+
+
+def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeout: float
+                     ) -> dict[str, Any]:
+    """The verdict event of the run our event triggered (polling the API's event store)."""
+    import httpx
+
+    body = {"filter": {"event": {"prefix": ["riskgate.release."]},
+                       "resource": {"id": [f"riskgate.release.{release_id}"]},
+                       "related": {"id": [f"prefect.event.{event_id}"]},
+                       "occurred": {"since": since}}, "limit": 10}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            response = httpx.post(f"{api.rstrip('/')}/events/filter", json=body, timeout=10.0)
+            events = response.json().get("events", []) if response.status_code == 200 else []
+        except httpx.HTTPError:
+            events = []
+        if events:
+            return dict(events[0].get("payload") or {})
+        time.sleep(2.0)
+    raise RiskgateError(f"no verdict for release {release_id} within {timeout:.0f} s; is a "
+                        "worker running (prefect worker start --pool riskgate-process)?")
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from riskcore.gate.trigger import TRIGGER_EVENT, parse_payload
+
+    options = storage_options(args)
+    payload: dict[str, Any] = {"release_id": args.release, "released": args.released}
+    for key in ("config", "original", "control", "identification", "output_url", "policy"):
+        if getattr(args, key, None):
+            payload[key] = getattr(args, key)
+    if not args.no_checksums:
+        payload["checksums"] = {k: file_sha256(payload[k], options)
+                                for k in ("released", "original", "control", "identification")
+                                if payload.get(k)}
+    parse_payload(payload)  # the gate's own validation, before anything leaves
+    api = api_url()
+    event_id = str(uuid.uuid4())
+    since = datetime.now(UTC).isoformat()
+    post_event(api, {"id": event_id, "occurred": since, "event": TRIGGER_EVENT,
+                     "resource": {"prefect.resource.id": f"riskgate.release.{args.release}",
+                                  "prefect.resource.name": args.release},
+                     "related": [], "payload": payload})
+    out.print(f"emitted {TRIGGER_EVENT} for {args.release} (event {event_id})")
+    if not args.wait:
+        return 0
+    console.print(f"waiting for the verdict of {args.release} (up to {args.timeout:.0f} s)...")
+    verdict = wait_for_verdict(api, args.release, event_id, since, args.timeout)
+    v = str(verdict.get("verdict"))
+    out.print(f"verdict: {v}")
+    for reason in (verdict.get("reasons") or [])[:10]:
+        out.print(f"  - {redact_text(str(reason))}", markup=False, soft_wrap=True)
+    if verdict.get("report_link") or verdict.get("report_url"):
+        out.print(f"report: {verdict.get('report_link') or verdict.get('report_url')}",
+                  markup=False, soft_wrap=True)
+    if args.expect:
+        return 0 if v == args.expect else 1
+    return VERDICT_EXIT.get(v, 3)

@@ -1,0 +1,131 @@
+"""Which Prefect API a CLI command talks to, and a private one when none is configured.
+
+With ``PREFECT_API_URL`` set, the API must answer its health check within seconds, or the
+command fails with one line (exit 3). Without it, ``riskgate gate`` starts a private server on
+127.0.0.1 (the same uvicorn app Prefect's ephemeral mode runs) that dies with the process: the
+child is started with the parent-death signal set, so even a SIGKILLed gate leaves no server
+behind. The first start migrates the database, which takes longer than Prefect's default
+ephemeral timeout on a small machine: riskgate waits up to :data:`STARTUP_TIMEOUT_S`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from riskcore.errors import RiskgateError
+
+STARTUP_TIMEOUT_S = 240.0
+HEALTH_TIMEOUT_S = 5.0
+
+
+class ApiUnavailable(RiskgateError):
+    """The Prefect API cannot be reached."""
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+    os.setsid()  # and not in the terminal's process group: ^C reaches the parent only
+
+
+def check_api(url: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
+    """Raise ApiUnavailable unless ``url``/health answers 200 within ``timeout`` seconds."""
+    import httpx
+
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise ApiUnavailable(f"the Prefect API at {url} is unreachable ({type(exc).__name__}); "
+                             "start it (prefect server start) or unset PREFECT_API_URL to run "
+                             "with a private local server") from None
+    if response.status_code != 200:
+        raise ApiUnavailable(f"the Prefect API at {url} answered {response.status_code} to its "
+                             "health check; check the server")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def private_server(timeout: float = STARTUP_TIMEOUT_S) -> Iterator[str]:
+    """A Prefect API on 127.0.0.1 for the duration of the block; yields its URL."""
+    import httpx
+
+    import prefect
+
+    port = _free_port()
+    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+           "PREFECT__SERVER_FINAL": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+         "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+         "--port", str(port), "--log-level", "error", "--lifespan", "on"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace")[-500:] if proc.stderr else ""
+                raise ApiUnavailable(f"the private Prefect server exited with code "
+                                     f"{proc.returncode}: {err.strip()}")
+            try:
+                if httpx.get(f"{url}/health", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise ApiUnavailable(f"the private Prefect server did not start within "
+                                     f"{timeout:.0f} s; set PREFECT_API_URL to a running server")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def prefect_api() -> Iterator[str]:
+    """The configured API (checked), else a private server; Prefect's settings point at it."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    configured = PREFECT_API_URL.value()
+    if configured:
+        check_api(configured)
+        yield configured
+        return
+    with private_server() as url, temporary_settings({PREFECT_API_URL: url}):
+        try:
+            yield url
+        finally:
+            drain_prefect()
+
+
+def drain_prefect(timeout: float = 15.0) -> None:
+    """Send what Prefect still holds (run logs, events) before its API goes away."""
+    from prefect._internal.concurrency.services import QueueService
+
+    try:
+        QueueService.drain_all(timeout=timeout)
+    except Exception:  # best effort: the run's own outcome is already decided
+        pass

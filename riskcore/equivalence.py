@@ -1,0 +1,258 @@
+"""Equivalence classes: per-record sample frequency fk and population frequency Fk.
+
+SPEC 3.1 (sdcMicro ``freqCalc``) and 3.2 (NA as wildcard), SPEC 2 (identification table).
+
+* fk: number of sample records sharing the record's quasi-identifier values.
+* Fk: population frequency: the sum of sample weights in the class (sdcMicro), the size of the
+  matching class of an identification table (ARX's research subset / seed 000's identification
+  data set), or fk when neither is given.
+
+Everything is vectorized over column arrays: classes are found by combining integer codes column
+by column and re-factorizing, never by a Python loop over records or classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .roles import MissingPolicy
+
+if TYPE_CHECKING:
+    from .data import EncodedTable
+from .errors import ConfigError, InputError, where
+
+_INT64_SAFE = np.int64(2**62)
+
+
+def group_rows(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Group the rows of an integer code matrix.
+
+    Args:
+        codes: (n, m) integer codes; negative codes (missing) form their own value.
+
+    Returns:
+        (class id per row in 0..u-1, u). Ids follow first occurrence.
+    """
+    import pandas as pd
+
+    n, m = codes.shape
+    if m == 0:
+        return np.zeros(n, dtype=np.int64), (1 if n else 0)
+    key = codes[:, 0].astype(np.int64) + 1
+    card = np.int64(key.max(initial=0) + 1)
+    for j in range(1, m):
+        col = codes[:, j].astype(np.int64) + 1
+        col_card = np.int64(col.max(initial=0) + 1)
+        if card > _INT64_SAFE // max(col_card, 1):
+            key, uniq = pd.factorize(key, sort=False)
+            key = key.astype(np.int64)
+            card = np.int64(len(uniq))
+        key = key * col_card + col
+        card = card * col_card
+    ids, uniq = pd.factorize(key, sort=False)
+    return ids.astype(np.int64), int(len(uniq))
+
+
+def class_value_pairs(class_id: np.ndarray, value: np.ndarray, n_values: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(class, value) pairs present in the data with their counts, sorted by class then value.
+
+    Args:
+        class_id: class per record; value: a non-negative value code per record (< n_values).
+    """
+    key = class_id.astype(np.int64) * np.int64(n_values) + value.astype(np.int64)
+    uniq, counts = np.unique(key, return_counts=True)
+    return uniq // n_values, uniq % n_values, counts.astype(np.float64)
+
+
+class PopulationSource(str, Enum):
+    NONE = "none"
+    WEIGHTS = "weights"
+    TABLE = "identification_table"
+
+
+@dataclass(frozen=True)
+class ClassFrequencies:
+    """Per-record and per-class frequencies of one sample.
+
+    Attributes:
+        class_id: per record, the id of its exact-key class (0..n_classes-1).
+        fk: per record sample frequency (non-integer under the NA wildcard with alpha < 1).
+        Fk: per record population frequency.
+        class_size: f_j per exact-key class.
+        class_population: F_j per exact-key class.
+        population: where Fk comes from.
+        population_classes: |J_pop|, classes of the identification table (or of the sample).
+        population_records: N_pop, records of the identification table (or sum of weights / n).
+        missing: the missing-value policy used; alpha the wildcard weight.
+    """
+
+    class_id: np.ndarray
+    fk: np.ndarray
+    Fk: np.ndarray
+    class_size: np.ndarray
+    class_population: np.ndarray
+    population: PopulationSource
+    population_classes: int
+    population_records: float
+    quasi_identifiers: tuple[str, ...]
+    missing: MissingPolicy
+    alpha: float
+
+    @property
+    def n(self) -> int:
+        return int(self.fk.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.class_size.shape[0])
+
+
+def frequencies(
+    sample: EncodedTable,
+    quasi_identifiers: tuple[str, ...] | list[str] | None = None,
+    *,
+    population: EncodedTable | None = None,
+    use_weights: bool = True,
+    missing: MissingPolicy | str = MissingPolicy.OWN,
+    alpha: float = 1.0,
+) -> ClassFrequencies:
+    """Compute fk and Fk for every record of ``sample``.
+
+    Args:
+        sample: the released (sample) table, encoded.
+        quasi_identifiers: key columns; default the roles' quasi-identifiers.
+        population: identification table encoded jointly with ``sample``; every sample class must
+            occur in it (the sample is a subset of the population by QI values).
+        use_weights: take Fk = sum of sample weights when the roles name a weight column.
+        missing: ``own`` (missing is its own value) or ``wildcard`` (SPEC 3.2).
+        alpha: weight of NA-bearing combinations under the wildcard policy (sdcMicro's alpha).
+
+    Returns:
+        ClassFrequencies.
+    """
+    qis = tuple(quasi_identifiers or sample.roles.quasi_identifiers)
+    if not qis:
+        raise ConfigError("no quasi-identifiers are configured; name at least one QI column")
+    missing = MissingPolicy(missing)
+    if not 0.0 <= alpha <= 1.0:
+        raise ConfigError(f"alpha must lie in [0, 1], got {alpha}")
+    codes = sample.codes(qis)
+    weights = sample.weights() if use_weights else None
+    class_id, u = group_rows(codes)
+    f0 = np.bincount(class_id, minlength=u).astype(np.float64)
+    n = sample.n
+
+    if population is not None:
+        if missing is MissingPolicy.WILDCARD:
+            raise ConfigError(
+                "the NA wildcard cannot be combined with an identification table; "
+                "use missing: own, or drop the identification table"
+            )
+        pop_codes = population.codes(qis)
+        all_ids, _ = group_rows(np.vstack([codes, pop_codes]))
+        sample_ids, pop_ids = all_ids[:n], all_ids[n:]
+        pop_counts = np.bincount(pop_ids, minlength=int(all_ids.max()) + 1).astype(np.float64)
+        # class representative id in the joint grouping for each sample class
+        rep = np.empty(u, dtype=np.int64)
+        rep[class_id] = sample_ids
+        F_class = pop_counts[rep]
+        absent = np.flatnonzero(F_class == 0)
+        if absent.size:
+            first_rows = np.flatnonzero(np.isin(class_id, absent))[:5].tolist()
+            raise InputError(
+                f"{where(population.name)} lacks {absent.size} of the {u} quasi-identifier "
+                f"combinations of {where(sample.name)} (sample rows {first_rows}); the sample "
+                "must be a subset of the identification table: check that both use the same "
+                "QI columns and codings, or remove the identification table"
+            )
+        fk_class = f0
+        return ClassFrequencies(
+            class_id=class_id, fk=fk_class[class_id], Fk=F_class[class_id], class_size=f0,
+            class_population=F_class, population=PopulationSource.TABLE,
+            population_classes=int(np.unique(pop_ids).size), population_records=float(len(pop_ids)),
+            quasi_identifiers=qis, missing=missing, alpha=alpha,
+        )
+
+    if weights is not None:
+        F0 = np.bincount(class_id, weights=weights, minlength=u)
+        source = PopulationSource.WEIGHTS
+    else:
+        F0 = f0.copy()
+        source = PopulationSource.NONE
+
+    if missing is MissingPolicy.WILDCARD and (codes < 0).any():
+        rep_row = np.empty(u, dtype=np.int64)
+        rep_row[class_id] = np.arange(n)
+        combos = codes[rep_row]
+        fk_class, Fk_class = _wildcard_counts(combos, f0, F0, alpha, n, float(F0.sum()))
+    else:
+        fk_class, Fk_class = f0, F0
+    pop_records = float(F0.sum())
+    return ClassFrequencies(
+        class_id=class_id, fk=fk_class[class_id], Fk=Fk_class[class_id], class_size=f0,
+        class_population=Fk_class, population=source, population_classes=u,
+        population_records=pop_records, quasi_identifiers=qis, missing=missing, alpha=alpha,
+    )
+
+
+def _wildcard_counts(
+    combos: np.ndarray, f0: np.ndarray, F0: np.ndarray, alpha: float, n: int, total_w: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """sdcMicro freqCalc's NA rule (SPEC 3.2) on distinct key combinations.
+
+    Complete c: f(c) = f0(c) + alpha * sum f0(a) over compatible NA-bearing a.
+    NA-bearing a: f(a) = f0(a) + sum f0(c) over compatible complete c
+                         + alpha * sum f0(a') over compatible NA-bearing a' != a.
+    All-NA keys: f = n, F = sum of weights. Two combinations are compatible when equal on every
+    variable where both are non-missing.
+
+    Compatibility only depends on the observed variables, so the combinations are processed by
+    missing-pattern: within one pattern distinct combinations are never compatible, and for two
+    patterns a join on their commonly observed variables gives every compatible pair at once.
+    The cost is O(u * p^2) for p distinct missing patterns, never quadratic in the combinations.
+    """
+    m = combos.shape[1]
+    na = combos < 0
+    pattern = (na.astype(np.int64) << np.arange(m, dtype=np.int64)).sum(axis=1)
+    complete = pattern == 0
+    f = f0.copy()
+    F = F0.copy()
+    idx_c = np.flatnonzero(complete)
+    patterns = [int(p) for p in np.unique(pattern[~complete])]
+    members = {p: np.flatnonzero(pattern == p) for p in patterns}
+
+    def observed(p: int) -> np.ndarray:
+        return np.array([j for j in range(m) if not (p >> j) & 1], dtype=np.int64)
+
+    def joint_keys(rows_a: np.ndarray, rows_b: np.ndarray, cols: np.ndarray):
+        if cols.size == 0:
+            return np.zeros(rows_a.size, np.int64), np.zeros(rows_b.size, np.int64), 1
+        ids, k = group_rows(np.vstack([combos[rows_a][:, cols], combos[rows_b][:, cols]]))
+        return ids[: rows_a.size], ids[rows_a.size:], k
+
+    for p in patterns:
+        rows_a = members[p]
+        ka, kc, k = joint_keys(rows_a, idx_c, observed(p))
+        # complete -> NA-bearing, full weight; NA-bearing -> complete, alpha
+        f[rows_a] += np.bincount(kc, weights=f0[idx_c], minlength=k)[ka]
+        F[rows_a] += np.bincount(kc, weights=F0[idx_c], minlength=k)[ka]
+        f[idx_c] += alpha * np.bincount(ka, weights=f0[rows_a], minlength=k)[kc]
+        F[idx_c] += alpha * np.bincount(ka, weights=F0[rows_a], minlength=k)[kc]
+        for q in patterns:
+            if q == p:
+                continue
+            rows_b = members[q]
+            common = np.intersect1d(observed(p), observed(q))
+            ka2, kb2, k2 = joint_keys(rows_a, rows_b, common)
+            f[rows_a] += alpha * np.bincount(kb2, weights=f0[rows_b], minlength=k2)[ka2]
+            F[rows_a] += alpha * np.bincount(kb2, weights=F0[rows_b], minlength=k2)[ka2]
+    all_na = pattern == (1 << m) - 1
+    f[all_na] = n
+    F[all_na] = total_w
+    return f, F

@@ -1,0 +1,352 @@
+"""The release-gate configuration: one YAML document, loaded safely and validated completely
+before any table is read.
+
+:func:`load_gate` reads the config from a path or any fsspec URL, applies overrides (a trigger
+event's payload), resolves relative paths against the config's own folder, validates every key
+(unknown keys, wrong types, each measure family's parameters with its own model), refuses
+credentials wherever they hide, loads the policy and checks every figure it names against the
+families' figures. A typo is a :class:`~riskcore.errors.ConfigError` naming the file, the key
+and the allowed values, in well under a second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import yaml
+from pydantic import (BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError,
+                      field_validator, model_validator)
+
+from ..roles import ColumnType, MissingPolicy, Roles
+from ..errors import ConfigError, RiskgateError, config_error
+from ..measures import BY_NAME, family
+from ..measures.family import Params
+from ..redact import find_credentials, redact_text
+from ..storage import check_storage_options, check_url, parent, read_text, resolve
+from .policy import Policy, load_policy
+
+DEFAULT_NA_VALUES = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
+DEFAULT_MAX_TABLE_MB = 2048.0
+#: a config or policy document larger than this is refused before parsing
+MAX_DOCUMENT_BYTES = 1 << 20
+#: YAML nodes after expanding aliases: a "billion laughs" document stops here
+MAX_DOCUMENT_NODES = 100_000
+#: the keys an event payload or the CLI may override
+OVERRIDABLE = ("release_id", "original", "released", "control", "identification", "output_url",
+               "policy", "report_detail")
+URL_KEYS = ("original", "released", "control", "identification", "output_url")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ReadOptions(_Model):
+    format: Literal["auto", "csv", "parquet", "jsonl"] = "auto"
+    encoding: str = Field("utf-8", description="text encoding of CSV/JSONL, or auto")
+    na_values: list[str] = Field(default_factory=lambda: list(DEFAULT_NA_VALUES))
+    sep: str | None = Field(None, min_length=1, max_length=1)
+
+
+class Limits(_Model):
+    max_table_mb: float = Field(DEFAULT_MAX_TABLE_MB, gt=0,
+                                description="size limit per table, after decompression")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            moved = [k for k in ("gate_concurrency", "trigger_rate_per_minute") if k in data]
+            if moved:
+                raise ValueError(
+                    f"{', '.join(moved)} no longer belong in a gate config (one config must not "
+                    "resize the limit every gate shares): set them once with 'riskgate limits "
+                    "--gate N --trigger-rate M'")
+        return data
+
+
+class Storage(_Model):
+    options: dict[str, str | int | float | bool | None | dict[str, Any] | list[Any]] = Field(
+        default_factory=dict, description="fsspec storage options (never credentials)")
+    credentials_block: str | None = Field(
+        None, description="name of a Prefect Secret block holding fsspec storage options")
+
+    @field_validator("options")
+    @classmethod
+    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_storage_options(value, "storage.options")
+        return value
+
+
+class ReportOptions(_Model):
+    detail: Literal["summary", "full"] = Field(
+        "summary", description="'full' adds quasi-identifier values of the riskiest records, "
+        "labelled as example values; sensitive values and direct identifiers never appear")
+    examples: int = Field(10, ge=0, le=1000, description="riskiest records shown with 'full'")
+    base_url: str | None = Field(
+        None, description="HTTP(S) URL under which output_url is served: the report link "
+        "becomes base_url + <release>/<run>/report.html")
+    link_expiry_s: int = Field(7 * 24 * 3600, ge=60, le=7 * 24 * 3600,
+                               description="lifetime of a presigned report link (S3)")
+
+
+class RolesConfig(_Model):
+    quasi_identifiers: list[str] = Field(default_factory=list, alias="qi")
+    sensitive: list[str] = Field(default_factory=list)
+    weight: str | None = None
+    household: str | None = None
+    direct_identifiers: list[str] = Field(default_factory=list)
+    types: dict[str, ColumnType] = Field(default_factory=dict)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RolesConfig:
+        if not self.quasi_identifiers:
+            raise ValueError("name at least one quasi-identifier (roles.quasi_identifiers)")
+        try:
+            self.to_roles()
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def to_roles(self) -> Roles:
+        return Roles(quasi_identifiers=tuple(self.quasi_identifiers),
+                     sensitive=tuple(self.sensitive), weight=self.weight,
+                     household=self.household,
+                     direct_identifiers=tuple(self.direct_identifiers), types=dict(self.types))
+
+
+class TablesConfig(_Model):
+    """The tables of a run and how to read, type and encode them (what the gate and the
+    ``measure``, ``attack`` and ``alc`` commands share)."""
+
+    original: str | None = None
+    released: str
+    control: str | None = None
+    identification: str | None = None
+    roles: RolesConfig
+    missing: MissingPolicy = MissingPolicy.OWN
+    alpha: float = Field(1.0, ge=0.0, le=1.0)
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+    read: ReadOptions = Field(default_factory=ReadOptions)
+    limits: Limits = Field(default_factory=Limits)
+
+    @model_validator(mode="after")
+    def _urls(self) -> TablesConfig:
+        for key in ("original", "released", "control", "identification"):
+            value = getattr(self, key)
+            if value:
+                check_url(value, key)
+        if self.original and self.original == self.released:
+            raise ValueError("original and released name the same file; gate the anonymized "
+                             "file against its original")
+        return self
+
+    @property
+    def role_spec(self) -> Roles:
+        return self.roles.to_roles()
+
+    def tables(self) -> dict[str, str]:
+        """Role name -> URL of every table in the run."""
+        out = {"original": self.original, "released": self.released,
+               "control": self.control, "identification": self.identification}
+        return {k: v for k, v in out.items() if v}
+
+
+class GateConfig(TablesConfig):
+    """Everything one gate run needs; see examples/gate.yaml."""
+
+    release_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    original: str
+    output_url: str
+    measures: dict[str, SerializeAsAny[Params]] = Field(
+        default_factory=lambda: {"k_anonymity": BY_NAME["k_anonymity"].parse({}),
+                                 "reid": BY_NAME["reid"].parse({})})
+    policy: str | dict[str, Any]
+    storage: Storage = Field(default_factory=Storage)
+    review: Literal["none", "pause"] = "none"
+    review_timeout_s: int = Field(3600, ge=1, le=30 * 24 * 3600)
+    report: ReportOptions = Field(default_factory=ReportOptions)
+
+    @field_validator("measures", mode="before")
+    @classmethod
+    def _families(cls, value: Any) -> dict[str, Params]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ValueError("measures must map family names to their parameters")
+        out: dict[str, Params] = {}
+        for name, raw in value.items():
+            if name not in BY_NAME:
+                raise ValueError(f"unknown measure family '{name}' (allowed: "
+                                 f"{', '.join(BY_NAME)})")
+            if raw is not None and not isinstance(raw, (Mapping, Params)):
+                raise ValueError(f"measures.{name} must be a mapping of parameters")
+            out[str(name)] = BY_NAME[name].parse(raw)
+        return out
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> GateConfig:
+        roles = self.role_spec
+        for name, params in self.measures.items():
+            BY_NAME[name].validate_for(params, roles, "gate config")
+        check_url(self.output_url, "output_url")
+        if isinstance(self.policy, str):
+            check_url(self.policy, "policy")
+        if self.report.base_url and not self.report.base_url.startswith(("http://", "https://")):
+            raise ValueError("report.base_url must start with http:// or https://")
+        return self
+
+    def public_dict(self) -> dict[str, Any]:
+        """The config as recorded in outputs (redacted)."""
+        from ..redact import redact
+
+        return redact(self.model_dump(mode="json", by_alias=False))  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A loaded, validated gate: its config, its policy and the measures it will run.
+
+    ``measures`` holds every configured family plus every family the policy checks (with its
+    default parameters), each validated.
+    """
+
+    config: GateConfig
+    policy: Policy
+    measures: dict[str, Params]
+    source: str
+
+
+def parse_yaml(text: str, what: str) -> Any:
+    """YAML loaded safely, with a bound on the document's expanded size (alias bombs)."""
+    if len(text.encode("utf-8")) > MAX_DOCUMENT_BYTES:
+        raise ConfigError(f"{what} is larger than {MAX_DOCUMENT_BYTES // 1024} KB; a gate "
+                          "config or policy is a short document")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise ConfigError(f"{what} is not valid YAML{at}: {problem}") from None
+    _bounded(data, what)
+    return data
+
+
+def _bounded(data: Any, what: str) -> None:
+    count = 0
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > MAX_DOCUMENT_NODES:
+            raise ConfigError(f"{what} expands to more than {MAX_DOCUMENT_NODES:,} values "
+                              "(YAML aliases repeated many times?); write the document out")
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def read_document(source: str, storage_options: Mapping[str, Any] | None, what: str) -> Any:
+    """A YAML document from a path or URL: size-bounded, safely loaded, alias-bounded."""
+    check_url(source, what)
+    text = read_text(source, storage_options, max_bytes=MAX_DOCUMENT_BYTES,
+                     what=f"{what} '{redact_text(source)}'")
+    return parse_yaml(text, f"{what} '{redact_text(source)}'")
+
+
+def config_mapping(source: str | Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
+                   storage_options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any],
+                                                                              str]:
+    """The raw config mapping with overrides applied and relative paths resolved."""
+    if isinstance(source, Mapping):
+        data: Any = dict(source)
+        base, name = ".", "gate config"
+    else:
+        data = read_document(source, storage_options, "config file")
+        base, name = parent(source), f"config file '{redact_text(source)}'"
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{name} must hold a mapping at the top level")
+    data = dict(data)
+    bad = sorted(set(overrides or {}) - set(OVERRIDABLE))
+    if bad:
+        raise ConfigError(f"overrides: unknown key(s) {bad} (allowed: {', '.join(OVERRIDABLE)})")
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if "report_detail" in given:
+        report = data.get("report")
+        data["report"] = {**(report if isinstance(report, Mapping) else {}),
+                          "detail": given.pop("report_detail")}
+    data.update(given)
+    found = find_credentials({k: v for k, v in data.items() if k != "storage"})
+    if found:
+        raise ConfigError(f"{name}: '{found}' carries credentials (user:password@ or a secret "
+                          "key); remove them and set them in the environment or a Prefect "
+                          "Secret block")
+    for key in (*URL_KEYS, "policy"):
+        if isinstance(data.get(key), str):
+            data[key] = resolve(data[key], base)
+    return data, name
+
+
+def load_config(source: str | Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
+                storage_options: Mapping[str, Any] | None = None) -> GateConfig:
+    """Load and validate a gate config (see :func:`load_gate` for the policy too)."""
+    data, name = config_mapping(source, overrides, storage_options)
+    try:
+        return GateConfig.model_validate(data)
+    except ValidationError as exc:
+        allowed = {"": list(GateConfig.model_fields),
+                   "roles": ["quasi_identifiers", "sensitive", "weight", "household",
+                             "direct_identifiers", "types"],
+                   "read": list(ReadOptions.model_fields),
+                   "limits": list(Limits.model_fields),
+                   "report": list(ReportOptions.model_fields),
+                   "storage": list(Storage.model_fields)}
+        raise config_error(exc, name, allowed=allowed) from None
+    except RiskgateError as exc:  # a family's own ConfigError, already naming the key
+        raise ConfigError(f"{name}: {str(exc).removeprefix('gate config: ')}") from None
+
+
+def load_gate(source: str | Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
+              storage_options: Mapping[str, Any] | None = None) -> Gate:
+    """Config, policy and the validated measures of one gate run; no table is read.
+
+    Args:
+        source: a path or fsspec URL of a YAML file, or the mapping itself.
+        overrides: keys that replace the config's (see :data:`OVERRIDABLE`).
+        storage_options: fsspec options to read the config (the config's own
+            ``storage.options`` are added for the policy).
+    """
+    cfg = load_config(source, overrides, storage_options)
+    options = {**dict(storage_options or {}), **cfg.storage.options}
+    name = "gate config" if isinstance(source, Mapping) else redact_text(str(source))
+    if isinstance(cfg.policy, str):
+        policy = load_policy(read_document(cfg.policy, options, "policy file"),
+                             name=f"policy file '{redact_text(cfg.policy)}'")
+    else:
+        policy = load_policy(cfg.policy, name=f"{name}: policy")
+    measures = dict(cfg.measures)
+    roles = cfg.role_spec
+    for check in policy.checks:
+        fam_name = check.measure
+        if fam_name not in BY_NAME:
+            raise ConfigError(f"{policy.name}: check '{check.id}' names measure '{fam_name}', "
+                              f"which does not exist (known: {', '.join(BY_NAME)})")
+        fam = family(fam_name)
+        if fam_name not in measures:
+            try:
+                measures[fam_name] = fam.parse({}, f"{policy.name} checks {fam_name}, so")
+            except ConfigError as exc:
+                raise ConfigError(f"{exc}; configure measures.{fam_name} in the gate config"
+                                  ) from None
+            fam.validate_for(measures[fam_name], roles, f"{name} (measures.{fam_name})")
+        known = fam.figures(measures[fam_name], roles)
+        if check.figure_name not in known:
+            raise ConfigError(
+                f"{policy.name}: check '{check.id}': figure '{check.figure}' does not exist; "
+                f"{fam_name} reports: {', '.join(sorted(known))}")
+    return Gate(config=cfg, policy=policy, measures=measures, source=name)

@@ -1,0 +1,503 @@
+"""The release gate as plain functions: one sequence, two executors.
+
+load -> validate -> encode once -> measures -> policy -> (review) -> outputs. :func:`run_gate`
+holds the sequence and the fail-closed rules; a :class:`Steps` executor runs each step, in this
+process (:class:`LocalSteps`, for tests and the library) or as Prefect tasks (the flow in
+``riskgate.flows``). Outputs go under ``<output_url>/<release_id>/<run_id>/``; ``decision.json``
+is written last, so a reader that sees it sees a complete run, and a finished run folder is
+never written again. Everything written passes :func:`riskcore.redact.redact`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import platform
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from ..data import ColumnType, EncodedTable, encode_tables
+from ..errors import ConfigError, InputError, RiskgateError, StorageError
+from ..measures import BY_NAME, MeasureInputs
+from ..measures.family import Params
+from ..redact import redact, redact_text
+from ..report import render_report
+from ..report.riskiest import example_records
+from ..results import MeasureResult, Record, to_jsonable
+from ..storage import check_output_location, exists, join_url, presign, write_bytes
+from .cleanliness import CleanlinessReport, declared_types, validate_tables
+from .config import Gate, TablesConfig
+from .policy import Decision, Verdict, decide, fixed_decision
+from .tables import TableInfo, coerce_types, detect_format, read_table
+
+DECISION_SCHEMA = "riskgate.decision/1"
+MEASURES_SCHEMA = "riskgate.measures/1"
+log = logging.getLogger("riskgate.gate")
+
+Frames = dict[str, pd.DataFrame]
+
+
+# ---------------------------------------------------------------- the steps, as functions
+def load_input(cfg: TablesConfig, name: str, storage_options: Mapping[str, Any] | None = None
+               ) -> tuple[pd.DataFrame, TableInfo]:
+    """Read one of the run's tables (original, released, control, identification)."""
+    url = cfg.tables()[name]
+    roles = cfg.role_spec
+    wanted = list(roles.all_columns)
+    parquet = detect_format(url, cfg.read.format) == "parquet"
+    return read_table(url, name=name, format=cfg.read.format, encoding=cfg.read.encoding,
+                      na_values=cfg.read.na_values, sep=cfg.read.sep,
+                      max_mb=cfg.limits.max_table_mb, storage_options=storage_options,
+                      columns=wanted if parquet else None, role_columns=wanted)
+
+
+def refuse_unintended(infos: list[TableInfo]) -> str | None:
+    """A reason to reject inputs the user cannot have meant: a release identical to the
+    original (same bytes) publishes the original."""
+    by_name = {i.name: i for i in infos}
+    ori, rel = by_name.get("original"), by_name.get("released")
+    if ori is not None and rel is not None and ori.sha256 == rel.sha256:
+        return (f"the released table is byte-identical to the original (sha256 "
+                f"{rel.sha256[:16]}...): nothing was anonymized; release the anonymized file")
+    return None
+
+
+def verify_checksums(infos: list[TableInfo], expected: Mapping[str, str]) -> None:
+    """The files read are the files announced: InputError naming the table otherwise."""
+    by_name = {i.name: i for i in infos}
+    for name, sha in expected.items():
+        info = by_name.get(name)
+        if info is None:
+            raise InputError(f"the trigger event gives a checksum for table '{name}', which "
+                             "this run does not read")
+        if info.sha256 != sha:
+            raise InputError(
+                f"table '{name}': the file read ({info.url}, sha256 {info.sha256[:16]}...) is "
+                f"not the one the trigger event announced (sha256 {sha[:16]}...): it changed "
+                "after the anonymization pipeline wrote it; emit the event again")
+
+
+def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> CleanlinessReport:
+    """The cleanliness checks (Great Expectations) over every table of the run."""
+    return validate_tables(frames, cfg.role_spec)
+
+
+def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> MeasureInputs:
+    """Convert the cleaned tables to their declared types and encode them jointly, once."""
+    enc = encode_frames(cfg, frames)
+    return MeasureInputs(released=enc["released"], original=enc.get("original"),
+                         control=enc.get("control"), identification=enc.get("identification"),
+                         missing=cfg.missing, alpha=cfg.alpha, seed=cfg.seed)
+
+
+def encode_frames(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]
+                  ) -> dict[str, EncodedTable]:
+    """Every frame typed (numeric types decided on the original) and encoded jointly."""
+    roles = cfg.role_spec
+    types = declared_types(frames, roles)
+    typed = {name: coerce_types(df, types, name) for name, df in frames.items()}
+    # numeric types decided on the original; integers stay integers when every value is whole
+    explicit = dict(roles.types)
+    for col, typ in types.items():
+        if col not in explicit and typ is not ColumnType.CONTINUOUS:
+            explicit[col] = typ
+    roles = replace(roles, types=explicit)
+    required = {name: [c for c in roles.measured_columns if name != "identification"
+                       or c in roles.quasi_identifiers] for name in typed}
+    return encode_tables(typed, roles, required=required)
+
+
+def measure(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
+    """Run one family (see :func:`riskcore.measures.run_measure`)."""
+    from ..measures import run_measure
+
+    return run_measure(name, inputs, params)
+
+
+def measure_error(exc: BaseException) -> str:
+    """What a failed measure says in the decision: the message, no traceback."""
+    if isinstance(exc, RiskgateError):
+        return redact_text(str(exc))
+    return redact_text(f"{type(exc).__name__}: {exc}")
+
+
+# ---------------------------------------------------------------- outputs
+def per_record_frame(results: Mapping[str, MeasureResult], n: int) -> pd.DataFrame:
+    """Per-record risks keyed by row number (0-based row of the released table)."""
+    cols: dict[str, Any] = {"row": np.arange(n, dtype=np.int64)}
+    for name, res in results.items():
+        for key, arr in res.per_record.items():
+            if len(arr) == n:
+                cols[f"{name}.{key}"] = np.asarray(arr)
+    return pd.DataFrame(cols)
+
+
+def parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def per_record_parquet(results: Mapping[str, MeasureResult], n: int) -> bytes:
+    """``per_record.parquet``: see :func:`per_record_frame`."""
+    return parquet_bytes(per_record_frame(results, n))
+
+
+def records_parquet(results: Mapping[str, MeasureResult]) -> dict[str, bytes]:
+    """The measures' named record tables (e.g. ``alc_predictions``) as Parquet files."""
+    return {f"{name}.parquet": parquet_bytes(pd.DataFrame({k: np.asarray(v)
+                                                           for k, v in table.items()}))
+            for res in results.values() for name, table in res.records.items()}
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in ("riskgate", "numpy", "pandas", "pyarrow", "great-expectations", "prefect",
+                "scikit-learn", "fsspec"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def json_bytes(doc: Any) -> bytes:
+    return json.dumps(doc, indent=2).encode("utf-8")
+
+
+def run_folder(gate: Gate, run_id: str) -> str:
+    return join_url(gate.config.output_url, gate.config.release_id, run_id)
+
+
+def measures_document(release_id: str, run_id: str | None,
+                      results: Mapping[str, MeasureResult], errors: Mapping[str, str]
+                      ) -> dict[str, Any]:
+    """``measures.json`` (schema ``riskgate.measures/1``), redacted."""
+    return redact(to_jsonable({  # type: ignore[no-any-return]
+        "schema": MEASURES_SCHEMA, "release_id": release_id, "flow_run_id": run_id,
+        "measures": [r.to_dict() for r in results.values()],
+        "errors": dict(errors),
+    }))
+
+
+def write_run(folder: str, files: Mapping[str, bytes], decision: Mapping[str, Any] | None,
+              storage_options: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Write a run's outputs, ``decision.json`` last (when given). Never overwrites a finished run.
+
+    A folder whose ``decision.json`` exists is a finished run and is never written again; the
+    other files of an unfinished attempt (same run id: a retried write, or a paused review
+    writing its report first) may be replaced.
+    """
+    decision_url = join_url(folder, "decision.json")
+    if exists(decision_url, storage_options, what="output_url"):
+        raise StorageError(f"'{redact_text(decision_url)}' already exists; a run's outputs are "
+                           "never replaced")
+    written = {}
+    for name, data in files.items():
+        url = join_url(folder, name)
+        write_bytes(url, data, storage_options, overwrite=True)
+        written[name] = url
+    if decision is not None:
+        write_bytes(decision_url, json_bytes(decision), storage_options)
+        written["decision.json"] = decision_url
+    return written
+
+
+def report_html(decision: Mapping[str, Any], measures: list[dict[str, Any]],
+                validation: Mapping[str, Any] | None, per_record: pd.DataFrame | None = None,
+                detail: str = "summary", examples: Mapping[str, Any] | None = None) -> bytes:
+    return render_report(dict(decision), measures, dict(validation) if validation else None,
+                         per_record=per_record, detail=detail,
+                         examples=dict(examples) if examples else None).encode("utf-8")
+
+
+def report_link(report_url: str | None, gate: Gate, options: Mapping[str, Any] | None,
+                folder_key: str) -> str | None:
+    """One click to the report: ``report.base_url`` + path when the user serves the outputs,
+    else a presigned HTTPS URL for object stores; None for local files (no link that 404s)."""
+    if not report_url:
+        return None
+    base = gate.config.report.base_url
+    if base:
+        return join_url(base, folder_key, "report.html")
+    return presign(report_url, options, gate.config.report.link_expiry_s)
+
+
+# ---------------------------------------------------------------- the sequence
+class Steps(Protocol):
+    """How each step runs: in this process, or as orchestrated tasks."""
+
+    def load(self, gate: Gate, options: Mapping[str, Any]
+             ) -> tuple[Frames, list[TableInfo]]: ...
+
+    def validate(self, gate: Gate, frames: Frames) -> CleanlinessReport: ...
+
+    def encode(self, gate: Gate, frames: Frames) -> MeasureInputs: ...
+
+    def measures(self, gate: Gate, inputs: MeasureInputs
+                 ) -> tuple[dict[str, MeasureResult], dict[str, str]]: ...
+
+    def review(self, gate: Gate, decision: Decision, prepare: Callable[[], None]
+               ) -> tuple[Decision, dict[str, Any] | None]: ...
+
+    def write(self, folder: str, files: Mapping[str, bytes], decision: Mapping[str, Any] | None,
+              options: Mapping[str, Any]) -> dict[str, str]: ...
+
+
+class LocalSteps:
+    """Every step in this process, one after the other (no Prefect)."""
+
+    def load(self, gate: Gate, options: Mapping[str, Any]
+             ) -> tuple[Frames, list[TableInfo]]:
+        frames, infos = {}, []
+        for name in gate.config.tables():
+            df, info = load_input(gate.config, name, options)
+            frames[name] = df
+            infos.append(info)
+        return frames, infos
+
+    def validate(self, gate: Gate, frames: Frames) -> CleanlinessReport:
+        return validate(gate.config, frames)
+
+    def encode(self, gate: Gate, frames: Frames) -> MeasureInputs:
+        return encode(gate.config, frames)
+
+    def measures(self, gate: Gate, inputs: MeasureInputs
+                 ) -> tuple[dict[str, MeasureResult], dict[str, str]]:
+        results, errors = {}, {}
+        for name, params in gate.measures.items():
+            try:
+                results[name] = measure(name, inputs, params)
+            except Exception as exc:  # a measure that raises makes the verdict ERROR
+                errors[name] = measure_error(exc)
+        return results, errors
+
+    def review(self, gate: Gate, decision: Decision, prepare: Callable[[], None]
+               ) -> tuple[Decision, dict[str, Any] | None]:
+        return decision, None  # nobody to ask: NEEDS_REVIEW stands
+
+    def write(self, folder: str, files: Mapping[str, bytes], decision: Mapping[str, Any] | None,
+              options: Mapping[str, Any]) -> dict[str, str]:
+        return write_run(folder, files, decision, options)
+
+
+@dataclass(frozen=True)
+class RunOutcome(Record):
+    """What a gate run ended with (also what the flow returns and the CLI prints)."""
+
+    release_id: str
+    run_id: str
+    verdict: str
+    exit_code: int
+    folder: str | None
+    decision_url: str | None
+    report_url: str | None
+    report_link: str | None
+    reasons: tuple[str, ...]
+    checks: tuple[dict[str, Any], ...] = ()
+    written: bool = True
+    slots: tuple[tuple[float, float], ...] = ()
+    record: Mapping[str, Any] = field(default_factory=dict)
+    json_exclude = ("record",)
+
+
+@dataclass
+class _Run:
+    gate: Gate
+    run_id: str
+    options: Mapping[str, Any]
+    steps: Steps
+    context: Mapping[str, Any]
+    started: str = field(default_factory=now_iso)
+    timings: dict[str, float] = field(default_factory=dict)
+    infos: list[TableInfo] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    validation: dict[str, Any] | None = None
+    measures: list[dict[str, Any]] = field(default_factory=list)
+    per_record: pd.DataFrame | None = None
+    examples: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    checksums: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> str:
+        return run_folder(self.gate, self.run_id)
+
+    def timed(self, name: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+
+    def record(self, decision: Decision) -> dict[str, Any]:
+        cfg = self.gate.config
+        roles = cfg.role_spec
+        doc = {
+            "schema": DECISION_SCHEMA,
+            "release_id": cfg.release_id,
+            "flow_run_id": self.run_id,
+            **decision.to_dict(),
+            "approved": decision.verdict is Verdict.APPROVED,
+            "inputs": [i.to_dict() for i in self.infos],
+            "roles": {"quasi_identifiers": list(roles.quasi_identifiers),
+                      "sensitive": list(roles.sensitive), "weight": roles.weight,
+                      "household": roles.household,
+                      "direct_identifiers": list(roles.direct_identifiers)},
+            "config": cfg.public_dict(),
+            "measures_run": {k: v.model_dump(mode="json")
+                             for k, v in self.gate.measures.items()},
+            "seed": cfg.seed,
+            "versions": versions(),
+            "timings": {k: round(float(v), 4) for k, v in self.timings.items()},
+            "started_at": self.started,
+            "finished_at": now_iso(),
+            **self.context,
+            **self.extra,
+        }
+        return redact(to_jsonable(doc))  # type: ignore[no-any-return]
+
+    def report(self, record: Mapping[str, Any]) -> bytes:
+        return report_html(record, self.measures, self.validation, self.per_record,
+                           self.gate.config.report.detail, self.examples)
+
+
+def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
+             steps: Steps | None = None, context: Mapping[str, Any] | None = None,
+             checksums: Mapping[str, str] | None = None) -> RunOutcome:
+    """One gate run, failing closed: any error, unclean or unintended input or unmeasurable
+    figure ends not approved, with the reason written in ``decision.json``.
+
+    Args:
+        gate: the loaded gate (:func:`riskcore.gate.config.load_gate`).
+        run_id: the run's id (the Prefect flow run id, or a unique local id).
+        options: fsspec storage options for tables and outputs.
+        steps: the executor (default: this process).
+        context: extra keys for ``decision.json`` (e.g. the trigger event).
+        checksums: table name -> the SHA-256 the caller expects (a trigger event's); a file
+            that differs is an error (it changed since it was announced).
+    """
+    run = _Run(gate, run_id, dict(options or {}), steps or LocalSteps(), dict(context or {}),
+               checksums=dict(checksums or {}))
+    try:
+        decision = _sequence(run)
+    except RiskgateError as exc:
+        decision = fixed_decision(Verdict.ERROR, [f"{type(exc).__name__}: "
+                                                  f"{redact_text(str(exc))}"])
+        run.files = {k: v for k, v in run.files.items() if k == "validation.json"}
+        run.measures, run.per_record, run.examples = [], None, None
+    except Exception as exc:  # fail closed on anything unforeseen, with its name
+        log.debug("gate failed", exc_info=True)
+        decision = fixed_decision(Verdict.ERROR, [f"unexpected error {type(exc).__name__}: "
+                                                  f"{redact_text(str(exc))}"])
+        run.files = {k: v for k, v in run.files.items() if k == "validation.json"}
+        run.measures, run.per_record, run.examples = [], None, None
+    return finish(run, decision)
+
+
+def _sequence(run: _Run) -> Decision:
+    gate, steps = run.gate, run.steps
+    run.timed("check_outputs", lambda: check_output_location(gate.config.output_url,
+                                                             run.options))
+    frames, infos = run.timed("load", lambda: steps.load(gate, run.options))
+    run.infos = infos
+    verify_checksums(infos, run.checksums)
+    refusal = refuse_unintended(infos)
+    if refusal:
+        return fixed_decision(Verdict.REJECTED, [refusal])
+    report = run.timed("validate", lambda: steps.validate(gate, frames))
+    run.validation = report.to_dict()
+    run.files["validation.json"] = json_bytes(redact(run.validation))
+    if not report.success:
+        return fixed_decision(Verdict.REJECTED, ["data not clean: " + line
+                                                 for line in report.summary_lines()])
+    inputs = run.timed("encode", lambda: steps.encode(gate, frames))
+    del frames
+    results, errors = run.timed("measures", lambda: steps.measures(gate, inputs))
+    alarms = {name: BY_NAME[name].alarm for name in results if BY_NAME[name].alarm}
+    decision = run.timed("decide", lambda: decide(gate.policy, results, errors, {},
+                                                  alarms))  # type: ignore[arg-type]
+    doc = measures_document(gate.config.release_id, run.run_id, results, errors)
+    run.measures = doc["measures"]
+    run.files["measures.json"] = json_bytes(doc)
+    run.per_record = per_record_frame(results, inputs.released.n)
+    run.files["per_record.parquet"] = parquet_bytes(run.per_record)
+    run.files.update(records_parquet(results))
+    if gate.config.report.detail == "full":
+        run.examples = redact(example_records(inputs.released, results,
+                                              gate.config.report.examples))
+        run.files["examples.json"] = json_bytes(run.examples)
+
+    def prepare() -> None:
+        """Before a reviewer is asked: every output but decision.json, and the report."""
+        pending = run.record(decision)
+        files = {**run.files, "report.html": run.report(pending)}
+        run.steps.write(run.folder, files, None, run.options)
+
+    reviewed, review = steps.review(gate, decision, prepare)
+    if review is not None:
+        run.extra["review"] = review
+    return reviewed
+
+
+def finish(run: _Run, decision: Decision) -> RunOutcome:
+    """Render the report, write every output (decision.json last) and say what happened."""
+    t0 = time.perf_counter()
+    record = run.record(decision)
+    files = {**run.files, "report.html": run.report(record)}
+    written: dict[str, str] = {}
+    reasons = list(decision.reasons)
+    verdict = decision.verdict
+    try:
+        written = run.steps.write(run.folder, files, record, run.options)
+    except RiskgateError as exc:
+        verdict = Verdict.ERROR
+        reasons.append(f"the outputs could not be written: {redact_text(str(exc))}")
+    run.timings["write"] = time.perf_counter() - t0
+    report_url = written.get("report.html")
+    key = f"{run.gate.config.release_id}/{run.run_id}"
+    return RunOutcome(
+        release_id=run.gate.config.release_id, run_id=run.run_id, verdict=verdict.value,
+        exit_code=verdict.exit_code, folder=run.folder if written else None,
+        decision_url=written.get("decision.json"), report_url=report_url,
+        report_link=report_link(report_url, run.gate, run.options, key),
+        reasons=tuple(redact_text(r) for r in reasons),
+        checks=tuple(record.get("checks", [])), written=bool(written), record=record)
+
+
+def error_outcome(release_id: str, run_id: str, message: str) -> RunOutcome:
+    """The outcome of a run that failed before a gate could be loaded (no output location)."""
+    return RunOutcome(release_id=release_id, run_id=run_id, verdict=Verdict.ERROR.value,
+                      exit_code=Verdict.ERROR.exit_code, folder=None, decision_url=None,
+                      report_url=None, report_link=None, reasons=(redact_text(message),),
+                      written=False)
+
+
+def error_record(release_id: str, run_id: str, message: str,
+                 context: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A minimal ERROR ``decision.json`` for a run whose config could not be loaded but whose
+    output location is known (e.g. from a trigger event)."""
+    doc = {"schema": DECISION_SCHEMA, "release_id": release_id, "flow_run_id": run_id,
+           "verdict": Verdict.ERROR.value, "checks": [], "reasons": [message], "review": None,
+           "approved": False, "inputs": [], "config": {}, "seed": 0, "versions": versions(),
+           "timings": {}, "started_at": now_iso(), "finished_at": now_iso(),
+           **dict(context or {})}
+    return redact(to_jsonable(doc))  # type: ignore[no-any-return]
+
+
+__all__ = ["ConfigError", "InputError", "LocalSteps", "RunOutcome", "Steps", "encode",
+           "error_outcome", "error_record", "load_input", "measure", "run_gate", "validate",
+           "write_run"]

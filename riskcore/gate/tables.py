@@ -1,0 +1,323 @@
+"""Reading the gate's tables: CSV, Parquet and JSON lines from any fsspec URL.
+
+CSV cells are read as text, so that the cleanliness checks see exactly what the file holds;
+:func:`coerce_types` converts them afterwards. Every read records the file's SHA-256, stored
+size, format and encoding, so a run can be audited, and accounts for every record: a CSV whose
+parsed rows do not match its lines (a stray quote merges rows into one multi-line cell) is
+refused with the line where it starts, never measured short.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..data import ColumnType, looks_numeric, numeric_values
+from ..errors import ConfigError, InputError, StorageError
+from ..redact import redact_text
+from ..results import Record
+from ..storage import filesystem, read_bytes
+from .config import DEFAULT_MAX_TABLE_MB, DEFAULT_NA_VALUES
+
+REPLACEMENT_CHAR = "\ufffd"
+FORMATS = ("csv", "parquet", "jsonl")
+
+
+@dataclass(frozen=True)
+class TableInfo(Record):
+    """What was read, for the decision record.
+
+    ``columns`` lists only the columns that have a role in the run; the others are counted in
+    ``other_columns`` (a file's header is data, and never copied into outputs).
+    """
+
+    name: str
+    url: str
+    format: str
+    encoding: str | None
+    sha256: str
+    bytes: int
+    rows: int
+    columns: tuple[str, ...]
+    other_columns: int = 0
+    undecodable_bytes: int = 0
+    compression: str | None = None
+
+
+def detect_format(url: str, declared: str | None = None) -> str:
+    """csv, parquet or jsonl: as declared, else by the file name's extension."""
+    if declared and declared != "auto":
+        if declared not in FORMATS:
+            raise ConfigError(f"unknown table format '{declared}'; use csv, parquet or jsonl")
+        return declared
+    path = urlsplit(url).path.lower() if "://" in url else url.lower()
+    for suffix in (".gz", ".bz2", ".zst", ".xz"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+    if path.endswith((".parquet", ".pq")):
+        return "parquet"
+    if path.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    return "csv"
+
+
+def read_table(
+    url: str,
+    *,
+    name: str = "table",
+    format: str | None = None,
+    encoding: str = "utf-8",
+    na_values: Sequence[str] = DEFAULT_NA_VALUES,
+    columns: Sequence[str] | None = None,
+    max_mb: float = DEFAULT_MAX_TABLE_MB,
+    storage_options: Mapping[str, Any] | None = None,
+    sep: str | None = None,
+    role_columns: Sequence[str] | None = None,
+) -> tuple[pd.DataFrame, TableInfo]:
+    """Read one table.
+
+    CSV cells come back as text (object dtype, missing as None); Parquet and JSON lines keep
+    their types. Bytes that the declared encoding cannot decode become U+FFFD, counted in
+    ``TableInfo.undecodable_bytes`` and caught by the cleanliness checks.
+
+    Args:
+        url: any fsspec URL or local path.
+        name: the table's role name, for messages ("original", "released"...).
+        format: csv, parquet, jsonl or auto (by extension).
+        encoding: the declared text encoding, or "auto" to detect it.
+        na_values: CSV cells that mean "missing".
+        columns: read only these columns (Parquet reads them alone: memory stays bounded).
+        max_mb: size limit, after decompression (Parquet: of the needed columns).
+        storage_options: passed to fsspec (no credentials).
+        sep: CSV separator; default sniffed from the header line.
+        role_columns: the columns with a role in the run, the only names recorded in TableInfo.
+
+    Raises:
+        InputError: unreadable, empty or truncated table, duplicate column names, over the limit.
+        StorageError: the storage could not be reached.
+    """
+    fmt = detect_format(url, format)
+    limit = int(max_mb * 1024 * 1024)
+    what = f"table '{name}'"
+    if fmt == "parquet":
+        df, info = _read_parquet(url, name, columns, limit, max_mb, storage_options)
+    else:
+        blob = read_bytes(url, storage_options, max_bytes=limit, what=what)
+        text, used_encoding, bad = _decode(blob.data, encoding, name, blob.url)
+        if fmt == "jsonl":
+            try:
+                df = pd.read_json(io.StringIO(text), lines=True, dtype=False)
+            except ValueError as exc:
+                raise InputError(f"{what}: '{blob.url}' is not valid JSON lines: "
+                                 f"{redact_text(str(exc))[:200]}") from None
+            _refuse_nested(df, name, blob.url)
+        else:
+            df = _parse_csv(text, name, blob.url, na_values, sep)
+        if columns is not None:
+            keep = set(columns)
+            df = df[[c for c in df.columns if c in keep]]
+        info = TableInfo(name=name, url=blob.url, format=fmt, encoding=used_encoding,
+                         sha256=blob.sha256, bytes=blob.stored_bytes, rows=len(df),
+                         columns=tuple(map(str, df.columns)), undecodable_bytes=bad,
+                         compression=blob.compression)
+    if len(df) == 0:
+        raise InputError(f"{what}: '{info.url}' has no data rows; check the file")
+    if role_columns is not None:
+        wanted = set(role_columns)
+        shown = tuple(c for c in info.columns if c in wanted)
+        info = TableInfo(**{**info.__dict__, "columns": shown,
+                            "other_columns": len(info.columns) - len(shown)})
+    return df, info
+
+
+def _decode(raw: bytes, encoding: str, name: str, shown: str) -> tuple[str, str, int]:
+    what = f"table '{name}'"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) and encoding.lower() in (
+            "auto", "utf-8", "utf8", "utf-16", "utf16"):
+        encoding = "utf-16"  # a byte-order mark says so
+    elif encoding.lower().replace("-", "") in ("utf8", "auto") and raw.startswith(
+            b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    if encoding.lower() in ("utf-8", "utf8") and raw[:4096].count(b"\x00") > 64:
+        raise InputError(f"{what}: '{shown}' looks like UTF-16 text without a byte-order mark "
+                         "(many NUL bytes); declare read.encoding: utf-16 (or --encoding) or "
+                         "save the file as UTF-8")
+    if encoding == "auto":
+        try:
+            return raw.decode("utf-8"), "utf-8", 0
+        except UnicodeDecodeError:
+            from charset_normalizer import from_bytes
+
+            best = from_bytes(raw[: 1 << 20]).best()
+            encoding = best.encoding if best is not None else "utf-8"
+    try:
+        codec_text = raw.decode(encoding, errors="replace")
+    except LookupError:
+        raise ConfigError(f"{what}: unknown encoding '{encoding}' declared (read.encoding); "
+                          "use e.g. utf-8, latin-1, utf-16 or auto") from None
+    bad = codec_text.count(REPLACEMENT_CHAR) - raw.decode(encoding, errors="ignore").count(
+        REPLACEMENT_CHAR)
+    return codec_text, encoding, max(bad, 0)
+
+
+def _physical_records(text: str) -> int:
+    """Non-blank lines after the header: the records a CSV file holds if no cell spans lines."""
+    lines = text.splitlines()
+    return sum(1 for line in lines[1:] if line.strip())
+
+
+def _parse_csv(text: str, name: str, shown: str, na_values: Sequence[str],
+               sep: str | None) -> pd.DataFrame:
+    what = f"table '{name}'"
+    first_line = text.split("\n", 1)[0].rstrip("\r")
+    if not first_line.strip():
+        raise InputError(f"{what}: '{shown}' has no header line; add column names")
+    if sep is None:
+        counts = {s: first_line.count(s) for s in (",", ";", "\t", "|")}
+        sep = max(counts, key=lambda s: counts[s]) if max(counts.values()) else ","
+    if len(first_line) > 100_000:
+        raise InputError(f"{what}: '{shown}' has a header line of {len(first_line):,} "
+                         "characters; check the file's line breaks and separator")
+    header = next(csv.reader([first_line], delimiter=sep))
+    seen: set[str] = set()
+    dups = sorted({h for h in header if h in seen or seen.add(h)})  # type: ignore[func-returns-value]
+    if dups:
+        raise InputError(
+            f"{what}: '{shown}' has duplicate column names {dups}; rename them so each "
+            "column name is unique")
+    try:
+        df = pd.read_csv(io.StringIO(text), sep=sep, dtype=object, keep_default_na=False,
+                         na_values=list(na_values), skipinitialspace=False)
+    except pd.errors.ParserError as exc:
+        msg = str(exc)
+        hint = ("a row has more fields than the header: check the separator (read.sep) and "
+                "quoting")
+        if "EOF inside string" in msg or "field larger than field limit" in msg:
+            hint = "a quote opens a field that never closes: fix the quoting"
+        raise InputError(f"{what}: '{shown}' is not a readable CSV file ({hint}): "
+                         f"{redact_text(msg)[:200]}") from None
+    except ValueError as exc:
+        raise InputError(f"{what}: '{shown}' is not a readable CSV file: "
+                         f"{redact_text(str(exc))[:200]}") from None
+    df = df.astype(object).where(df.notna(), None)
+    _account_for_records(df, text, name, shown)
+    return df
+
+
+def _account_for_records(df: pd.DataFrame, text: str, name: str, shown: str) -> None:
+    """Every line of the file must be one record: a cell holding a line break means rows were
+    merged (a stray quote), and the count must match."""
+    expected = _physical_records(text)
+    if expected == len(df):
+        return
+    first = None
+    for col in df.columns:
+        s = df[col]
+        mask = s.notna() & s.astype(str).str.contains("[\r\n]", regex=True)
+        if mask.any():
+            row = int(np.flatnonzero(mask.to_numpy())[0])
+            first = row if first is None else min(first, row)
+    where = (f"; row {first} (line {first + 2} of the file) holds a line break inside a quoted "
+             "field, so the rows after it were merged into one cell") if first is not None else ""
+    raise InputError(
+        f"table '{name}': '{shown}' has {expected:,} record lines but {len(df):,} rows were "
+        f"read{where}; fix the quoting (a stray \" opens a field that a later line closes): "
+        "every record must be accounted for")
+
+
+def _refuse_nested(df: pd.DataFrame, name: str, shown: str) -> None:
+    for col in df.columns:
+        s = df[col].dropna()
+        if len(s) and isinstance(s.iloc[0], (list, dict, tuple)):
+            raise InputError(f"table '{name}', column '{col}' in '{shown}' holds lists or "
+                             "objects; riskgate measures scalar columns: flatten it or drop it")
+
+
+def _read_parquet(url: str, name: str, columns: Sequence[str] | None, limit: int,
+                  max_mb: float, storage_options: Mapping[str, Any] | None
+                  ) -> tuple[pd.DataFrame, TableInfo]:
+    import hashlib
+
+    what = f"table '{name}'"
+    shown = redact_text(url)
+    fs, path = filesystem(url, storage_options)
+    try:
+        if not fs.exists(path):
+            raise InputError(f"{what}: '{shown}' does not exist; check the path or URL")
+        if fs.isdir(path):
+            raise InputError(f"{what}: '{shown}' is a directory; give the Parquet file itself")
+        digest = hashlib.sha256()
+        with fs.open(path, "rb") as fh:
+            while chunk := fh.read(8 << 20):
+                digest.update(chunk)
+        size = int(fs.size(path) or 0)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise StorageError(f"{what}: cannot reach '{shown}': {redact_text(str(exc))[:300]}"
+                           ) from None
+    with fs.open(path, "rb") as fh:
+        try:
+            pf = pq.ParquetFile(fh)
+        except Exception as exc:
+            raise InputError(f"{what}: '{shown}' is not a readable Parquet file: "
+                             f"{redact_text(str(exc))[:200]}") from None
+        names = pf.schema_arrow.names
+        if len(set(names)) != len(names):
+            dups = sorted({c for c in names if names.count(c) > 1})
+            raise InputError(f"{what}: '{shown}' has duplicate column names {dups}; rename "
+                             "them")
+        wanted = [c for c in (columns or names) if c in names]
+        for c in wanted:
+            typ = pf.schema_arrow.field(c).type
+            if pa.types.is_nested(typ):
+                raise InputError(f"{what}, column '{c}' in '{shown}' is of type {typ} (lists or "
+                                 "structs); riskgate measures scalar columns: flatten it or "
+                                 "drop it")
+        meta = pf.metadata
+        idx = [names.index(c) for c in wanted]
+        est = sum(meta.row_group(g).column(i).total_uncompressed_size
+                  for g in range(meta.num_row_groups) for i in idx)
+        if est > limit:
+            raise InputError(
+                f"{what}: the {len(wanted)} needed column(s) of '{shown}' take "
+                f"{est / 2**20:.1f} MB, above the limit of {max_mb:g} MB (limits.max_table_mb); "
+                "raise the limit in the config")
+        try:
+            df = pf.read(columns=wanted).to_pandas()
+        except Exception as exc:
+            raise InputError(f"{what}: '{shown}' cannot be read: {redact_text(str(exc))[:200]}"
+                             ) from None
+    info = TableInfo(name=name, url=shown, format="parquet", encoding=None,
+                     sha256=digest.hexdigest(), bytes=size, rows=len(df),
+                     columns=tuple(map(str, names)))
+    return df, info
+
+
+def coerce_types(df: pd.DataFrame, types: Mapping[str, ColumnType], name: str) -> pd.DataFrame:
+    """Convert text columns to their declared type (numeric columns to float).
+
+    Columns whose type is not declared and whose every value parses as a number become numeric;
+    the rest stay text (categorical). A declared numeric column with text, or a number that is
+    not finite, raises InputError (the cleanliness checks report it first in the gate).
+    """
+    out = {}
+    for col in df.columns:
+        s = df[col]
+        typ = types.get(col)
+        numeric = typ.is_numeric if typ is not None else (
+            s.dtype == object and looks_numeric(s))
+        if numeric and not pd.api.types.is_numeric_dtype(s.dtype):
+            out[col] = pd.Series(numeric_values(s, name, col), index=s.index)
+        else:
+            out[col] = s
+    return pd.DataFrame(out, index=df.index)

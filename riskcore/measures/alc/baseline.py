@@ -1,0 +1,274 @@
+"""The baseline predictor of the ALC (seed 004 section 3.3; SPEC 6): the best model trained on
+the ORIGINAL data without the targets, so that the baseline measures what can be inferred about
+non-members from raw data, without the release.
+
+Model selection (once per attack scenario, on the whole original): a stratified split with a
+test part of 50 % below 6000 rows, else 3000 rows; every candidate is fitted on (at most 6000
+rows of) the train part and scored by its best PRC (Wilson width < 0.1) on the test part; the
+winner's PRC is the "expected PRC". The winning model class is then re-fitted once per control
+block on the original minus the block (minus whole households when a household column is
+given) and predicts the block's targets; confidence = the predicted class probability.
+
+Candidates (the package's five, sized so that selection costs seconds, not minutes):
+``hist_gradient_boosting`` (100 iterations, early stopping, native categorical splits),
+``random_forest`` and ``extra_trees`` (40 trees), ``logistic_regression`` (standardized
+continuous columns, 300 iterations) and ``one_to_one`` (the majority secret per value of a
+categorical known column whose per-value mode agrees with the secret on >= 95 % of the rows;
+confidence 1). Features: continuous known columns raw (missing -> the training median plus a
+missing indicator), categorical ones one-hot (missing is a category; above 100 categories the
+code is used as an ordinal instead, to keep the matrix small).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError
+from .inputs import CONTINUOUS, ALCData
+from .prc import TIGHT_WIDTH, PRCParams, best_prc
+
+DEFAULT_MODELS = ("hist_gradient_boosting", "random_forest", "extra_trees",
+                  "logistic_regression", "one_to_one")
+ONE_HOT_MAX = 100
+ONE_TO_ONE_AGREEMENT = 0.95
+SELECTION_TRAIN_ROWS = 6_000
+
+
+@dataclass(frozen=True)
+class BaselineSelection:
+    """The outcome of model selection.
+
+    Attributes:
+        model: the winning candidate's name.
+        expected_prc: its best PRC on the test split.
+        scores: every candidate's PRC (None when it failed, with the error in ``errors``).
+        seconds: fitting time per candidate.
+        n_train, n_test: the split's sizes.
+        one_to_one_column: the column of the one-to-one predictor, if it was a candidate.
+    """
+
+    model: str
+    expected_prc: float
+    scores: dict[str, float | None]
+    seconds: dict[str, float]
+    n_train: int
+    n_test: int
+    one_to_one_column: str | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class _Features:
+    """Feature matrices over the known columns, fitted on training rows."""
+
+    def __init__(self, data: ALCData, known: Sequence[str], train: np.ndarray) -> None:
+        t = data.original
+        self.data = data
+        self.cont = [c for c in known if data.kinds[c] == CONTINUOUS]
+        self.cat = [c for c in known if data.kinds[c] != CONTINUOUS]
+        self.medians = {}
+        self.indicator = {}
+        for c in self.cont:
+            v = data.values[t][c][train]
+            fin = np.isfinite(v)
+            self.medians[c] = float(np.median(v[fin])) if fin.any() else 0.0
+            self.indicator[c] = bool((~fin).any())
+        self.sizes = {c: len(data.labels[c]) for c in self.cat}
+
+    def dense(self, rows: np.ndarray, one_hot: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(X, categorical mask) for the given rows of the original."""
+        t = self.data.original
+        parts, mask = [], []
+        for c in self.cont:
+            v = self.data.values[t][c][rows]
+            miss = ~np.isfinite(v)
+            parts.append(np.where(miss, self.medians[c], v)[:, None])
+            mask.append(False)
+            if self.indicator[c]:
+                parts.append(miss[:, None].astype(float))
+                mask.append(False)
+        for c in self.cat:
+            codes = self.data.codes[t][c][rows]
+            k = self.sizes[c]
+            if one_hot and k <= ONE_HOT_MAX:
+                oh = np.zeros((len(rows), k + 1), dtype=np.float32)
+                oh[np.arange(len(rows)), codes + 1] = 1.0
+                parts.append(oh)
+                mask += [False] * (k + 1)
+            elif not one_hot and k < 250:
+                parts.append(np.where(codes < 0, np.nan, codes).astype(float)[:, None])
+                mask.append(True)
+            else:
+                parts.append(codes.astype(float)[:, None])
+                mask.append(False)
+        X = np.hstack(parts).astype(np.float32) if parts else np.zeros((len(rows), 1), np.float32)
+        return X, np.asarray(mask, dtype=bool)
+
+
+def _sklearn_model(name: str, seed: int, cat_mask: np.ndarray | None) -> Any:
+    from sklearn.ensemble import (ExtraTreesClassifier, HistGradientBoostingClassifier,
+                                  RandomForestClassifier)
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if name == "hist_gradient_boosting":
+        return HistGradientBoostingClassifier(
+            max_iter=100, early_stopping=True, n_iter_no_change=10, validation_fraction=0.1,
+            categorical_features=cat_mask if cat_mask is not None and cat_mask.any() else None,
+            random_state=seed)
+    if name == "random_forest":
+        return RandomForestClassifier(n_estimators=40, n_jobs=1, random_state=seed)
+    if name == "extra_trees":
+        return ExtraTreesClassifier(n_estimators=40, n_jobs=1, random_state=seed)
+    if name == "logistic_regression":
+        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=300,
+                                                                  random_state=seed))
+    raise ConfigError(f"ALC baseline: unknown model '{name}'; choose from {list(DEFAULT_MODELS)}")
+
+
+class BaselineModel:
+    """One fitted baseline: ``predict(rows)`` gives (predicted code, confidence)."""
+
+    def __init__(self, data: ALCData, secret: str, known: Sequence[str], name: str,
+                 seed: int, one_to_one_column: str | None = None) -> None:
+        self.data, self.secret, self.known = data, secret, list(known)
+        self.name, self.seed = name, seed
+        self.one_to_one_column = one_to_one_column
+        self._model: Any = None
+        self._map: np.ndarray | None = None
+        self._features: _Features | None = None
+        self._majority = 0
+
+    def fit(self, rows: np.ndarray) -> BaselineModel:
+        y = self.data.codes[self.data.original][self.secret][rows]
+        self._majority = int(np.bincount(y).argmax())
+        if self.name == "one_to_one":
+            col = self.data.codes[self.data.original][self.one_to_one_column][rows]
+            self._map = _mode_per_value(col, y, len(self.data.labels[self.one_to_one_column]),
+                                        len(self.data.labels[self.secret]))
+            return self
+        self._features = _Features(self.data, self.known, rows)
+        one_hot = self.name != "hist_gradient_boosting"
+        X, mask = self._features.dense(rows, one_hot=one_hot)
+        self._model = _sklearn_model(self.name, self.seed, None if one_hot else mask)
+        if len(np.unique(y)) == 1:
+            self._model = None  # a constant: every prediction is that value
+            return self
+        self._model.fit(X, y)
+        return self
+
+    def predict(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n = len(rows)
+        if self.name == "one_to_one":
+            assert self._map is not None
+            col = self.data.codes[self.data.original][self.one_to_one_column][rows]
+            pred = self._map[col + 1]
+            known = pred >= 0
+            return np.where(known, pred, self._majority), np.where(known, 1.0, 0.0)
+        if self._model is None:
+            return np.full(n, self._majority, np.int64), np.ones(n)
+        assert self._features is not None
+        X, _ = self._features.dense(rows, one_hot=self.name != "hist_gradient_boosting")
+        proba = self._model.predict_proba(X)
+        i = np.argmax(proba, axis=1)
+        classes = np.asarray(self._model.classes_)
+        return classes[i].astype(np.int64), proba[np.arange(n), i]
+
+
+def _mode_per_value(col: np.ndarray, y: np.ndarray, k_col: int, k_y: int) -> np.ndarray:
+    """The most frequent y per value of col (index code + 1; -1 where the value is unseen)."""
+    counts = np.bincount((col + 1) * k_y + y, minlength=(k_col + 1) * k_y).reshape(k_col + 1, k_y)
+    out = counts.argmax(axis=1).astype(np.int64)
+    out[counts.sum(axis=1) == 0] = -1
+    return out
+
+
+def one_to_one_column(data: ALCData, secret: str, known: Sequence[str],
+                      rows: np.ndarray) -> str | None:
+    """The categorical known column whose per-value mode agrees best with the secret, if that
+    agreement reaches 95 % (the package's OneToOnePredictor test)."""
+    y = data.codes[data.original][secret][rows]
+    k_y = len(data.labels[secret])
+    best, best_share = None, ONE_TO_ONE_AGREEMENT
+    for c in known:
+        if data.kinds[c] == CONTINUOUS:
+            continue
+        col = data.codes[data.original][c][rows]
+        counts = np.bincount((col + 1) * k_y + y, minlength=(len(data.labels[c]) + 1) * k_y)
+        share = counts.reshape(-1, k_y).max(axis=1).sum() / len(rows)
+        if share >= best_share:
+            best, best_share = c, share
+    return best
+
+
+def _split(rng: np.random.Generator, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Stratified train/test positions: test = 50 % below 6000 rows, else 3000 rows."""
+    n = len(y)
+    n_test = n // 2 if n < 6000 else 3000
+    order = rng.permutation(n)
+    # stratified: take the same share of every class, rounding by largest remainder
+    classes, inv = np.unique(y[order], return_inverse=True)
+    counts = np.bincount(inv)
+    share = counts * n_test / n
+    take = np.floor(share).astype(int)
+    extra = n_test - take.sum()
+    if extra > 0:
+        take[np.argsort(-(share - take), kind="stable")[:extra]] += 1
+    rank = np.empty(n, dtype=np.int64)
+    sort_idx = np.argsort(inv, kind="stable")
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    rank[sort_idx] = np.arange(n) - np.repeat(starts, counts)
+    is_test = rank < take[inv]
+    return order[~is_test], order[is_test]
+
+
+def select_baseline(data: ALCData, secret: str, known: Sequence[str], rows: np.ndarray,
+                    seed: int, models: Sequence[str] = DEFAULT_MODELS,
+                    params: PRCParams = PRCParams(),
+                    max_train_rows: int | None = SELECTION_TRAIN_ROWS) -> BaselineSelection:
+    """Choose the baseline model on a held-out split of the original's ``rows`` (the
+    candidates are fitted on at most ``max_train_rows`` of the train part: selection ranks
+    models, and the winner is re-fitted on all the training rows of each control block)."""
+    unknown = [m for m in models if m not in DEFAULT_MODELS]
+    if unknown or not models:
+        raise ConfigError(f"ALC baseline: unknown model(s) {unknown}; choose from "
+                          f"{list(DEFAULT_MODELS)}")
+    rng = np.random.default_rng(seed)
+    y = data.codes[data.original][secret][rows]
+    train_pos, test_pos = _split(rng, y)
+    if max_train_rows is not None and len(train_pos) > max_train_rows:
+        train_pos = train_pos[:max_train_rows]  # already in random order
+    train, test = rows[train_pos], rows[test_pos]
+    otop = one_to_one_column(data, secret, known, rows) if "one_to_one" in models else None
+    scores: dict[str, float | None] = {}
+    seconds: dict[str, float] = {}
+    errors: dict[str, str] = {}
+    best_name, best_score = None, -1.0
+    for name in models:
+        if name == "one_to_one" and otop is None:
+            continue
+        t0 = time.perf_counter()
+        try:
+            model = BaselineModel(data, secret, known, name, seed, otop).fit(train)
+            pred, conf = model.predict(test)
+        except (ValueError, MemoryError) as exc:  # a candidate that cannot fit is skipped
+            scores[name] = None
+            errors[name] = str(exc)[:300]
+            continue
+        finally:
+            seconds[name] = round(time.perf_counter() - t0, 3)
+        point = best_prc(conf, pred == y[test_pos], TIGHT_WIDTH, params)
+        score = point.prc if point else 0.0
+        scores[name] = score
+        if score > best_score:
+            best_name, best_score = name, score
+    if best_name is None:
+        raise ConfigError(f"ALC baseline: no candidate model could be fitted ({errors})")
+    return BaselineSelection(model=best_name, expected_prc=best_score, scores=scores,
+                             seconds=seconds, n_train=len(train), n_test=len(test),
+                             one_to_one_column=otop, errors=errors)

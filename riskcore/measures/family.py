@@ -1,0 +1,198 @@
+"""What a measure family is: its parameters, its computation, its figures and its report text.
+
+A family module defines one :class:`MeasureFamily`; :data:`riskcore.measures.FAMILIES` lists them.
+The gate config validates each family's parameters with its ``Params`` model when it is loaded,
+the policy checks figure names against ``figures``, the report takes titles, sections, how-to-read
+and advice from here, the CLI maps flags onto ``Params`` and the common tests run every family.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import ConfigError, config_error
+from ..roles import MissingPolicy, Roles
+from ..results import MeasureResult, not_computable
+
+if TYPE_CHECKING:
+    from ..data import EncodedTable
+    from ..equivalence import ClassFrequencies
+
+#: report sections, in page order: (key, title)
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("reid", "Re-identification risk"),
+    ("sdc", "sdcMicro measures"),
+    ("copies", "Copies and closeness"),
+    ("attacks", "Attacks (Anonymeter)"),
+    ("alc", "Anonymity Loss Coefficient"),
+)
+
+
+class Params(BaseModel):
+    """Base of every family's parameter model: unknown keys are refused, values are frozen.
+
+    ``column_fields`` names the fields that hold column names; the gate config checks them
+    against the roles when it is loaded.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    column_fields: ClassVar[tuple[str, ...]] = ()
+
+    def named_columns(self) -> list[str]:
+        """Every column name the parameters refer to."""
+        out: list[str] = []
+        for name in self.column_fields:
+            value = getattr(self, name)
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, Mapping):
+                out.extend(str(k) for k in value)
+            elif value:
+                out.extend(str(v) for v in value)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class MeasureInputs:
+    """The encoded tables of one run (jointly encoded) and run-wide settings.
+
+    Equivalence classes are computed once per run and shared by every family that needs them
+    (:meth:`frequencies`, :meth:`classes`); the cache is local to the process.
+    """
+
+    released: EncodedTable
+    original: EncodedTable | None = None
+    control: EncodedTable | None = None
+    identification: EncodedTable | None = None
+    missing: MissingPolicy = MissingPolicy.OWN
+    alpha: float = 1.0
+    seed: int = 0
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_cache", "_lock")}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_lock", threading.Lock())
+
+    def _cached(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = make()
+            return self._cache[key]
+
+    def frequencies(self, *, with_population: bool = True,
+                    missing: MissingPolicy | None = None) -> ClassFrequencies:
+        """fk/Fk of the released table over its quasi-identifiers (SPEC 3.1, 3.2), once a run.
+
+        Args:
+            with_population: take F from the identification table when there is one.
+            missing: override the run's missing-value policy (``own`` for population models).
+        """
+        from ..equivalence import frequencies
+
+        policy = MissingPolicy(missing or self.missing)
+        population = self.identification if with_population else None
+        alpha = self.alpha if policy is MissingPolicy.WILDCARD else 1.0
+        return self._cached(
+            ("freq", with_population and population is not None, policy.value, alpha),
+            lambda: frequencies(self.released, population=population, missing=policy,
+                                alpha=alpha))
+
+    def classes(self, keys: Sequence[str]) -> tuple[np.ndarray, int]:
+        """Exact-key equivalence classes of the released table (missing = own value)."""
+        from ..equivalence import group_rows
+
+        keys = tuple(keys)
+        if keys == tuple(self.released.roles.quasi_identifiers):
+            freq = self.frequencies(missing=MissingPolicy.OWN, with_population=False)
+            return freq.class_id, freq.n_classes
+        return self._cached(("classes", keys), lambda: group_rows(self.released.codes(keys)))
+
+
+RunFn = Callable[[MeasureInputs, Any], MeasureResult]
+FiguresFn = Callable[[Any, Roles], dict[str, bool]]
+
+
+@dataclass(frozen=True)
+class MeasureFamily:
+    """One measure family.
+
+    Attributes:
+        name: the key in ``measures:`` and the figure prefix in the policy (``reid.pRb``).
+        title: the report's heading.
+        section: the report section it appears in (see :data:`SECTIONS`).
+        params: the pydantic parameter model (defaults written there, once).
+        run: encoded inputs and validated parameters -> result.
+        figures: the figure names the family reports for given parameters and roles, each with
+            True when a higher value is riskier (policy names are checked against it).
+        how_to_read: a plain-words paragraph for the report.
+        advice: what to do when a check on one of its figures fails.
+        needs: tables other than the release it needs ("original", ...).
+        check: a load-time cross-check of parameters and roles (raises ConfigError).
+        alarm: the result -> a sentence when it shows disclosure severe enough that the gate
+            must not pass it silently even without a policy check on the family.
+    """
+
+    name: str
+    title: str
+    section: str
+    params: type[Params]
+    run: RunFn
+    figures: FiguresFn
+    how_to_read: str
+    advice: str
+    needs: tuple[str, ...] = ()
+    check: Callable[[Any, Roles], None] | None = None
+    alarm: Callable[[MeasureResult], str | None] | None = None
+
+    def parse(self, raw: Mapping[str, Any] | Params | None, source: str = "gate config"
+              ) -> Params:
+        """Validate raw parameters (ConfigError naming the key and the allowed values)."""
+        if isinstance(raw, self.params):
+            return raw
+        try:
+            return self.params.model_validate(dict(raw or {}))
+        except ValidationError as exc:
+            allowed = {f"measures.{self.name}": list(self.params.model_fields)}
+            raise config_error(exc, source, prefix=f"measures.{self.name}",
+                               allowed=allowed) from None
+
+    def validate_for(self, params: Params, roles: Roles, source: str = "gate config") -> None:
+        """Load-time checks: named columns exist in the roles, then the family's own check."""
+        known = set(roles.all_columns)
+        unknown = [c for c in params.named_columns() if c not in known]
+        if unknown:
+            raise ConfigError(
+                f"{source}: measures.{self.name} names column(s) {unknown} that have no role; "
+                f"add them to roles (quasi_identifiers or sensitive) or fix the names "
+                f"(columns with a role: {sorted(known)})")
+        if self.check is not None:
+            try:
+                self.check(params, roles)
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: measures.{self.name}: {exc}") from None
+
+    def missing_tables(self, inputs: MeasureInputs) -> MeasureResult | None:
+        """A not-computable result when a table the family needs is absent."""
+        for table in self.needs:
+            if getattr(inputs, table) is None:
+                return not_computable(self.name, f"{self.title} needs the {table} table: "
+                                      f"configure '{table}' in the gate config")
+        return None
+
+
+def per_column_figures(columns: Sequence[str], names: Sequence[str], higher: bool
+                       ) -> dict[str, bool]:
+    """``<column>.<name>`` figures for each column, all with the same direction."""
+    return {f"{c}.{n}": higher for c in columns for n in names}

@@ -1,0 +1,317 @@
+"""Population uniqueness: Zayatz, Pitman, SNB and Dankar's decision rule (ARX 3.9.2; SPEC 4.3).
+
+Inputs are the sample's class-size histogram {c_k} (c_k classes of size k), the number of
+classes u, the sample size n and the population size N; the sampling fraction is f = n/N.
+Each model estimates the number of population uniques; the share is uniques/N. A model whose
+solver does not converge, or whose estimate is 0 or outside [0, N], is *not available*: it is
+reported as such with the reason, never as 0.
+
+* Zayatz (1991): P(pop-unique | sample-unique) = (c1/u) h(1) / sum_k (c_k/u) h(k), with h(K) the
+  hypergeometric P(X = 1) drawing n of N with K successes (N capped at 2^31 - 1 inside h, as
+  ARX does); uniques = c1 P / f.
+* Pitman (Hoshino 2001): maximum-likelihood (theta, alpha) of the Pitman sampling formula,
+  solving sum_{i<u} 1/(theta + i alpha) = sum_{i<n} 1/(theta + i) and
+  sum_{i<u} i/(theta + i alpha) = sum_k c_k sum_{j<k} 1/(j - alpha) by Newton's method from the
+  moment start values; uniques = Gamma(theta+1)/Gamma(theta+alpha) N^alpha.
+* SNB (Chen & Keller-McNulty 1998): K = u + c1 (v1/v2)(v3/v4)^2 non-empty population classes, then
+  (a, b) from the c1 and c2 equations; uniques = K b^a.
+* Dankar et al. (2012): f <= 0.1: Pitman (Zayatz if Pitman is not available); otherwise
+  min(Zayatz, SNB) if SNB is available, else Zayatz.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..errors import ConfigError
+from ..results import MeasureResult
+from .family import MeasureFamily, MeasureInputs, Params
+
+_INT_MAX = 2_147_483_647
+US_POPULATION = 317_238_626  # ARX's ARXPopulationModel.Region.USA
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One model's estimate: uniques and share of the population, or the reason it is absent."""
+
+    model: str
+    uniques: float | None
+    reason: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.uniques is not None
+
+
+@dataclass(frozen=True)
+class _Histogram:
+    """{c_k} of the sample: sizes k, counts c_k, n, u, c1 and c2."""
+
+    k: np.ndarray
+    c: np.ndarray
+    n: float
+    u: float
+    c1: float
+    c2: float
+
+
+def _histogram(class_sizes: np.ndarray, N: float) -> _Histogram:
+    """The class-size histogram; ConfigError when the population is smaller than the sample."""
+    sizes, counts = np.unique(np.asarray(class_sizes, dtype=np.int64), return_counts=True)
+    c = counts.astype(np.float64)
+    n = float((sizes * c).sum())
+    _check(int(n), N)
+    return _Histogram(sizes, c, n, float(c.sum()), float(c[sizes == 1].sum()),
+                      float(c[sizes == 2].sum()))
+
+
+def _check(n: int, N: float) -> None:
+    if N < n:
+        raise ConfigError(f"population size {N:g} is smaller than the sample ({n} records); "
+                          "give the size of the population the sample was drawn from")
+
+
+def zayatz(class_sizes: np.ndarray, N: float) -> Estimate:
+    """Zayatz's estimate of population uniques (SPEC 4.3)."""
+    h = _histogram(class_sizes, N)
+    k, c, n, c1 = h.k, h.c, h.n, h.c1
+    if c1 == 0:
+        return Estimate("zayatz", None, "no sample uniques (c1 = 0): the estimate is 0")
+    Nh = min(float(N), float(_INT_MAX))
+    # log h(K) - log h(1) = log K + sum_{i=1}^{K-1} log1p(-(n-1)/(Nh-i)): no cancellation
+    # between huge log-binomials (the direct form loses 1e-6 relative at N = 3e8)
+    i = np.arange(1, int(k.max()), dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(Nh - i > n - 1.0, (n - 1.0) / (Nh - i), 1.0)
+        steps = np.log1p(-ratio)
+        cum = np.concatenate([[0.0], np.cumsum(steps)])
+        rel = np.exp(np.log(k.astype(np.float64)) + cum[k - 1])
+    bottom = float(np.sum(c * rel))
+    if not bottom > 0:
+        return Estimate("zayatz", None, "the hypergeometric probabilities underflow")
+    top = c1
+    f = n / float(N)
+    return _valid("zayatz", c1 * (top / bottom) / f, N)
+
+
+def pitman(class_sizes: np.ndarray, N: float, tol: float = 1e-12, max_iter: int = 200
+           ) -> Estimate:
+    """Pitman-model estimate of population uniques (SPEC 4.3)."""
+    from scipy.special import digamma, gammaln, polygamma
+
+    h = _histogram(class_sizes, N)
+    k, c, n, u, c1 = h.k, h.c, h.n, h.u, h.c1
+    if c1 == 0:
+        return Estimate("pitman", None, "no sample uniques (c1 = 0): the estimate is 0")
+    c2 = h.c2 or 1.0
+    cc = c1 * (c1 - 1.0) / c2
+    theta = (n * u * cc - c1 * (n - 1.0) * (2.0 * u + cc)) / (2.0 * c1 * u + c1 * cc - n * cc)
+    alpha = (theta * (c1 - n) + (n - 1.0) * c1) / (n * u)
+    multi = k > 1
+
+    def system(t: float, a: float) -> tuple[np.ndarray, np.ndarray]:
+        # sums over i = 1..u-1 of 1/(t + i a) and i/(t + i a), via digamma: x = t/a
+        x = t / a
+        s1 = (digamma(x + u) - digamma(x + 1.0)) / a
+        s3 = ((u - 1.0) - x * a * s1) / a
+        o2 = digamma(n + t) - digamma(t + 1.0)
+        o4 = float(np.sum(c[multi] * (digamma(k[multi] - a) - digamma(1.0 - a))))
+        F = np.array([s1 - o2, s3 - o4])
+        # Jacobian by the trigamma sums
+        tr = polygamma(1, np.array([x + 1.0, x + u]))
+        d_tt = (tr[0] - tr[1]) / a**2  # sum 1/(t+ia)^2
+        d_ta = (s1 - x * d_tt * a) / a  # sum i/(t+ia)^2
+        d_aa = (s3 - x * a * d_ta) / a  # sum i^2/(t+ia)^2
+        d2 = float(polygamma(1, t + 1.0) - polygamma(1, n + t))
+        d4 = float(np.sum(c[multi] * (polygamma(1, 1.0 - a) - polygamma(1, k[multi] - a))))
+        J = np.array([[-d_tt + d2, -d_ta], [-d_ta, -d_aa - d4]])
+        return F, J
+
+    ok = False
+    with np.errstate(all="ignore"):
+        for _ in range(max_iter):
+            if not (np.isfinite(theta) and np.isfinite(alpha)) or alpha <= 0 or alpha >= 1 \
+                    or theta <= -alpha:
+                break
+            F, J = system(theta, alpha)
+            try:
+                step = np.linalg.solve(J, F)
+            except np.linalg.LinAlgError:
+                break
+            theta, alpha = theta - step[0], alpha - step[1]
+            if abs(step[0]) <= tol * max(1.0, abs(theta)) and abs(step[1]) <= tol:
+                ok = True
+                break
+    if not ok or not (0.0 < alpha < 1.0) or not np.isfinite(theta):
+        return Estimate("pitman", None, "the Pitman maximum-likelihood equations did not "
+                                        "converge to 0 < alpha < 1")
+    value = float(np.exp(gammaln(theta + 1.0) - gammaln(theta + alpha) + alpha * np.log(N)))
+    return _valid("pitman", value, N)
+
+
+def snb(class_sizes: np.ndarray, N: float, tol: float = 1e-10, max_iter: int = 200
+        ) -> Estimate:
+    """Shifted-negative-binomial estimate of population uniques (SPEC 4.3)."""
+    h = _histogram(class_sizes, N)
+    k, c, n, u, c1, c2 = h.k, h.c, h.n, h.u, h.c1, h.c2
+    if c1 == 0:
+        return Estimate("snb", None, "no sample uniques (c1 = 0): the estimate is 0")
+    f = n / float(N)
+    with np.errstate(all="ignore"):
+        v1 = np.sum(k * f**2 * (1 - f**2) ** (k - 1) * c)
+        v2 = np.sum((1 - f) ** k * c * (1 + f) ** k - 1.0)
+        v3 = np.sum((1 - f) ** k * c)
+        v4 = np.sum(k * f * (1 - f) ** (k - 1) * c)
+        K = float(u + c1 * (v1 / v2) * (v3 / v4) ** 2)
+
+    def equations(a: float, b: float) -> np.ndarray:
+        d = (1 - f) * (1 - b)
+        e1 = K * f * (b / (1 - d)) ** a * (a * d / (1 - d) + 1) - c1
+        e2 = K * a * b**a * f**2 * (1 - b) / 2 * (1 - d) ** (a + 2) * (2 - (1 - a) * d) - c2
+        return np.array([e1, e2])
+
+    if not np.isfinite(K) or K <= 0:
+        return Estimate("snb", None, "the estimate of non-empty population classes is invalid")
+    best = None
+    with np.errstate(all="ignore"):
+        for a0 in (0.1, 0.5, 1.0, 2.0, 5.0):
+            for b0 in (0.01, 0.1, 0.3, 0.6, 0.9):
+                a, b = a0, b0
+                for _ in range(max_iter):
+                    F = equations(a, b)
+                    if not np.all(np.isfinite(F)):
+                        break
+                    h = 1e-7
+                    J = np.column_stack([(equations(a + h * max(1, a), b) - F) / (h * max(1, a)),
+                                         (equations(a, b + h * b) - F) / (h * b)])
+                    try:
+                        step = np.linalg.solve(J, F)
+                    except np.linalg.LinAlgError:
+                        break
+                    a, b = a - step[0], b - step[1]
+                    if not (a > 0 and 0 < b < 1):
+                        break
+                    if np.all(np.abs(equations(a, b)) <= tol * max(c1, 1.0)):
+                        best = (a, b)
+                        break
+                if best:
+                    break
+            if best:
+                break
+    if best is None:
+        return Estimate("snb", None, "the SNB equations have no solution with a > 0, "
+                                     "0 < b < 1 (solver did not converge)")
+    a, b = best
+    return _valid("snb", K * b**a, N)
+
+
+def _valid(model: str, value: float, N: float) -> Estimate:
+    if not np.isfinite(value) or value <= 0.0 or value > N:
+        return Estimate(model, None, f"the estimate {value!r} is not a number in (0, N]")
+    return Estimate(model, float(value))
+
+
+def dankar(zay: Estimate, pit: Estimate, snb_: Estimate, sampling_fraction: float
+           ) -> tuple[Estimate, str | None]:
+    """Dankar's decision rule; returns the estimate and the model chosen."""
+    if sampling_fraction <= 0.1:
+        if pit.available:
+            return Estimate("dankar", pit.uniques), "pitman"
+        if zay.available:
+            return Estimate("dankar", zay.uniques), "zayatz"
+    else:
+        if snb_.available and zay.available:
+            chosen = "snb" if snb_.uniques < zay.uniques else "zayatz"  # type: ignore[operator]
+            return Estimate("dankar", min(snb_.uniques, zay.uniques)), chosen  # type: ignore
+        if zay.available:
+            return Estimate("dankar", zay.uniques), "zayatz"
+    return Estimate("dankar", None, "no underlying model is available"), None
+
+
+def population_uniqueness(class_sizes: np.ndarray, population_size: float) -> MeasureResult:
+    """All four models as the ``population`` measure.
+
+    Figures: ``zayatz``, ``pitman``, ``snb``, ``dankar`` (estimated population uniques) and
+    ``<model>_fraction`` (uniques / N); an unavailable model's figures are None with the reason
+    in ``details``.
+    """
+    sizes = np.asarray(class_sizes, dtype=np.int64)
+    n = int(sizes.sum())
+    N = float(population_size)
+    if not np.isfinite(N) or N <= 0:
+        raise ConfigError(f"population size must be a positive number, got {population_size}")
+    _check(n, N)
+    f = n / N
+    z, p, s = zayatz(sizes, N), pitman(sizes, N), snb(sizes, N)
+    d, chosen = dankar(z, p, s, f)
+    figures: dict[str, float | int | None] = {}
+    reasons: dict[str, str] = {}
+    for est in (z, p, s, d):
+        figures[est.model] = est.uniques
+        figures[f"{est.model}_fraction"] = None if est.uniques is None else est.uniques / N
+        if est.reason:
+            reasons[est.model] = est.reason
+    figures["sample_uniques"] = int(np.count_nonzero(sizes == 1))
+    return MeasureResult(
+        measure="population",
+        figures=figures,
+        parameters={"population_size": N, "sampling_fraction": f, "n": n},
+        higher_is_riskier={k: True for k in figures},
+        details={"dankar_chosen_model": chosen, "not_available": reasons},
+        warnings=tuple(f"{m}: not available ({r})" for m, r in reasons.items()),
+        unavailable={**reasons, **{f"{m}_fraction": r for m, r in reasons.items()}},
+    )
+
+
+MODELS = ("zayatz", "pitman", "snb", "dankar")
+
+
+class PopulationParams(Params):
+    """Parameters of ``population``."""
+
+    population_size: float | Literal["USA"] = Field(
+        description="N, the population the sample was drawn from (a number, or USA)")
+
+    def size(self) -> float:
+        if self.population_size == "USA":
+            return float(US_POPULATION)
+        size = float(self.population_size)
+        if not np.isfinite(size) or size <= 0:
+            raise ConfigError(f"population_size must be a positive number, got {size}")
+        return size
+
+
+def _check(params: PopulationParams, _roles: object) -> None:
+    params.size()
+
+
+def _run(inputs: MeasureInputs, params: PopulationParams) -> MeasureResult:
+    freq = inputs.frequencies(with_population=False, missing="own")  # type: ignore[arg-type]
+    return population_uniqueness(freq.class_size, params.size())
+
+
+FAMILY = MeasureFamily(
+    name="population",
+    title="Population uniqueness (ARX models)",
+    section="sdc",
+    params=PopulationParams,
+    run=_run,
+    figures=lambda p, roles: {**{m: True for m in MODELS},
+                              **{f"{m}_fraction": True for m in MODELS},
+                              "sample_uniques": True},
+    check=_check,
+    how_to_read=(
+        "Estimates of how many records are unique in the whole population, not only in the "
+        "sample, from the sample's class sizes (Zayatz, Pitman, SNB; Dankar picks a model). "
+        "A population unique found in the release can be re-identified with certainty."),
+    advice=(
+        "Records unique in the population can be re-identified with certainty: generalize the "
+        "quasi-identifiers or release a smaller sample."),
+)

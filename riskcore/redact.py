@@ -1,0 +1,173 @@
+"""One redaction for everything that leaves the process, and the credential checks.
+
+Credentials never belong in a config, a URL or a payload: :func:`find_credentials` walks any
+structure (mappings, lists, URLs) and names the key that holds one, without echoing it, so that
+the caller can refuse the input. Whatever text still leaves the process (decision.json, reports,
+logs, Prefect artifacts, events, flow-run names, console lines) goes through :func:`redact`:
+``user:password@`` in URLs, values of secret-looking keys (``password=...``, ``"token": ...``),
+AWS access key ids, and every secret value the process knows of (credential environment
+variables, a Prefect Secret block's values once loaded) become ``***``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+MASK = "***"
+
+#: key names that hold credentials, in any case, camelCase or with separators
+SECRET_KEY = re.compile(
+    r"(secret|passw|pwd|passphrase|token|credential|private|api_?key|access_?key|session_?key|"
+    r"account_?key|auth|signature|cookie|sas_?token|connection_?string|^key$)",
+    re.IGNORECASE)
+#: keys that look like secrets by the pattern but are not
+NOT_SECRET = frozenset({"author", "authors"})
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<info>[^/@\s'\"]+)@")
+_KEY_VALUE = re.compile(
+    r"(?P<key>[A-Za-z0-9_\-]*(?:secret|passw|pwd|token|credential|api_?key|access_?key|"
+    r"session_?key|account_?key|signature)[A-Za-z0-9_\-]*)(?P<sep>\s*[=:]\s*['\"]?)"
+    r"(?P<value>[^\s'\",;&}]+)", re.IGNORECASE)
+_AWS_KEY_ID = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")
+#: environment variables whose values are credentials
+CREDENTIAL_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID",
+                  "AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN",
+                  "AZURE_STORAGE_CONNECTION_STRING", "GOOGLE_APPLICATION_CREDENTIALS_JSON",
+                  "PREFECT_API_KEY", "MINIO_ROOT_PASSWORD")
+
+_known: set[str] = set()
+_lock = threading.Lock()
+
+
+def _normal(key: str) -> str:
+    """camelCase and dashes to snake case: sessionKey -> session_key."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).replace("-", "_").lower()
+
+
+def is_secret_key(key: object) -> bool:
+    """True for a key name that holds a credential (password, pwd, sessionKey, api-key...)."""
+    name = _normal(str(key))
+    return name not in NOT_SECRET and bool(SECRET_KEY.search(name))
+
+
+def url_userinfo(value: str) -> bool:
+    """True when a URL carries a ``user[:password]@`` part."""
+    if "://" not in value or "@" not in value:
+        return False
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError:
+        return True  # unparsable and carrying '@' after a scheme: treat as credentials
+    return bool(parts.username or parts.password)
+
+
+def find_credentials(value: Any, path: str = "", _depth: int = 0) -> str | None:
+    """The dotted path of the first credential in a structure, or None.
+
+    A credential is a non-empty value under a secret-looking key at any depth (inside lists of
+    mappings too), or a URL with a ``user:password@`` part anywhere.
+    """
+    if _depth > 50:
+        return path or "(top level)"
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if is_secret_key(key) and item not in (None, "", False, {}, []):
+                return sub
+            found = find_credentials(item, sub, _depth + 1)
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = find_credentials(item, f"{path}[{i}]", _depth + 1)
+            if found:
+                return found
+    elif isinstance(value, str) and url_userinfo(value):
+        return path or "(value)"
+    return None
+
+
+def register(values: Iterable[Any]) -> None:
+    """Remember secret values (e.g. a Secret block's) so that redact() masks them anywhere."""
+    with _lock:
+        for v in values:
+            if isinstance(v, Mapping):
+                register(v.values())
+            elif isinstance(v, (list, tuple)):
+                register(v)
+            elif v is not None and len(str(v)) >= 4:
+                _known.add(str(v))
+
+
+def _register_environment() -> None:
+    register(os.environ.get(name) for name in CREDENTIAL_ENV)
+
+
+def redact_text(text: str) -> str:
+    """The text with URL userinfo, secret key=value pairs, key ids and known secrets masked."""
+    if not text:
+        return text
+    _register_environment()
+    out = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
+    out = _KEY_VALUE.sub(lambda m: f"{m.group('key')}{m.group('sep')}{MASK}", out)
+    out = _AWS_KEY_ID.sub(MASK, out)
+    with _lock:
+        known = sorted(_known, key=len, reverse=True)
+    for secret in known:
+        if secret in out:
+            out = out.replace(secret, MASK)
+    return out
+
+
+def redact(value: Any) -> Any:
+    """Redact every string in a structure; values under secret-looking keys become ``***``."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {k: (MASK if is_secret_key(k) and v not in (None, "") else redact(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(redact(v) for v in value)
+    return value
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts every record's message (installed on riskgate's and
+    Prefect's loggers, so that console, API logs and the UI see the same masked text)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: leave it to the handler
+            return True
+        clean = redact_text(message)
+        if record.exc_info and record.exc_info[1] is not None:
+            exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = redact_text(exc_text)
+            record.exc_info = None
+        if clean != message or record.args:
+            record.msg, record.args = clean, None
+        return True
+
+
+_FILTER = RedactingFilter()
+
+
+def install_log_redaction(names: Iterable[str] = ("", "riskgate", "riskcore", "prefect",
+                                                  "prefect.flow_runs", "prefect.task_runs",
+                                                  "distributed")) -> None:
+    """Attach the redacting filter to these loggers and to every handler they have."""
+    for name in names:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+        for handler in logger.handlers:
+            if _FILTER not in handler.filters:
+                handler.addFilter(_FILTER)

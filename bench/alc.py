@@ -18,8 +18,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer
-from riskcore.alc import ALCConfig, from_frames, run_alc
-from riskcore.alc.swap import swap_frame
+from riskcore.measures.alc import ALCConfig, from_frames, run_alc
+from riskcore.measures.alc.swap import swap_frame
 
 
 def main() -> None:

@@ -16,10 +16,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer
-from riskcore.attacks.data import encode_attack_tables
-from riskcore.attacks.inference import inference
-from riskcore.attacks.linkability import linkability
-from riskcore.attacks.singling_out import singling_out
+from riskcore.measures.attacks.common import encode_attack_tables
+from riskcore.measures.attacks.inference import inference
+from riskcore.measures.attacks.linkability import linkability
+from riskcore.measures.attacks.singling_out import singling_out
 
 AUX = (["type_employer", "education", "hr_per_week", "capital_loss", "capital_gain"],
        ["race", "sex", "fnlwgt", "age", "country"])

@@ -49,7 +49,7 @@ def main() -> None:
     import pandas as pd
     from prefect.testing.utilities import prefect_test_harness
 
-    from flows.release_gate import release_gate
+    from riskgate.flows.release_gate import release_gate
 
     OUT.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="riskgate-bench-"))

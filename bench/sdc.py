@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer, timed
 from bench.sdcdata import KEYS7, KEYS9, scaled_testdata
 from riskcore import Roles, encode_table, frequencies
-from riskcore.indivrisk import sdc_risk
-from riskcore.suda import suda2
+from riskcore.measures.sdc import sdc_risk
+from riskcore.measures.suda import suda2
 
 TARGETS = {("suda", "easy"): 1.47, ("suda", "hard"): 6.47, ("risk", "easy"): 3.3}
 

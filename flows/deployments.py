@@ -5,6 +5,12 @@
 ``riskgate serve`` builds the same deployments from the same definitions. The entrypoint is a
 module path, so a worker runs the gate from the installed package: no pull step, no working
 directory, the same in a checkout and in the image.
+
+Seed 001's 5 gate runs at once is the global concurrency limit ``riskgate-gate`` that every gate
+run takes (deployments, ``serve`` and the CLI alike), not a deployment ``concurrency_limit``:
+with Prefect 3.8 a deployment limit revokes a paused run's lease, and the run's own lease
+renewal then cancels it about four minutes into a review (observed on a real server). The
+global slot is released while a review waits and taken again to finish.
 """
 
 from __future__ import annotations
@@ -16,8 +22,6 @@ import yaml
 
 from riskcore.gate.trigger import TRIGGER_EVENT
 
-from .limits import DEFAULT_GATE_CONCURRENCY
-
 WORK_POOL = "riskgate-process"
 ENTRYPOINT = "riskgate.flows.release_gate.release_gate"
 NIGHTLY_CRON = "0 2 * * *"
@@ -25,9 +29,9 @@ NIGHTLY_CRON = "0 2 * * *"
 #: what the trigger hands the flow: the event's id and time, and its whole payload
 TRIGGER_PARAMETERS: dict[str, Any] = {
     "trigger": {
-        "event_id": "{{ event.id }}",
+        "event_id": "{{ event.id | string }}",
         "event": "{{ event.event }}",
-        "occurred": "{{ event.occurred }}",
+        "occurred": "{{ event.occurred | string }}",
         "payload": "{{ event.payload }}",
     },
 }
@@ -50,19 +54,17 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
         "tags": ["riskgate", "scheduled"],
         "parameters": {"config": None},
         "schedules": [{"cron": NIGHTLY_CRON, "timezone": "UTC", "active": False}],
-        "concurrency_limit": DEFAULT_GATE_CONCURRENCY,
     },
     "on-anonymization": {
         "description": (
             "Gate a release as soon as an anonymization job emits "
             "riskgate.anonymization.completed (payload: release_id and released, optionally "
             "config, original, control, identification, output_url, policy, checksums). At "
-            "most 5 runs at once (seed 001's job queue) and 60 a minute (the "
-            "riskgate-trigger-rate limit)."),
+            "most 5 gate runs at once (seed 001's job queue: the riskgate-gate limit) and 60 "
+            "triggered runs a minute (the riskgate-trigger-rate limit)."),
         "tags": ["riskgate", "triggered"],
         "parameters": {"config": None},
         "triggers": [TRIGGER],
-        "concurrency_limit": DEFAULT_GATE_CONCURRENCY,
     },
 }
 
@@ -76,15 +78,25 @@ HEADER = """\
 
 def prefect_yaml() -> str:
     """The text of ``deployments/prefect.yaml``."""
+    pool = {"name": WORK_POOL, "work_queue_name": "default"}
+    shared: dict[str, Any] = {"work_pools": {"process": pool}, "schedules": {},
+                              "triggers": {}}
     deployments = []
     for name, spec in DEPLOYMENTS.items():
-        d = {"name": name, "entrypoint": ENTRYPOINT,
-             "work_pool": {"name": WORK_POOL, "work_queue_name": "default"}}
+        d = {"name": name, "entrypoint": ENTRYPOINT, "work_pool": pool}
         d.update(copy.deepcopy(spec))
+        for key in ("schedules", "triggers"):  # one object, referenced: a YAML anchor
+            if key in d:
+                shared[key][name] = d[key][0]
         deployments.append(d)
-    doc = {"name": "riskgate", "prefect-version": "3.8.8", "pull": [],
+    doc = {"name": "riskgate", "prefect-version": "3.8.8", "definitions": shared, "pull": [],
            "deployments": deployments}
-    return HEADER + yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=True)
+    text = yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=True)
+    for anchor, label in (("id001", "process_pool"), ("id002", "nightly"),
+                          ("id003", "anonymization_completed")):
+        text = text.replace(f"&{anchor}\n", f"&{label}\n").replace(f"*{anchor}\n",
+                                                                   f"*{label}\n")
+    return HEADER + text
 
 
 def runner_deployments(config: str | None = None, cron: str = NIGHTLY_CRON) -> list[Any]:
@@ -99,8 +111,7 @@ def runner_deployments(config: str | None = None, cron: str = NIGHTLY_CRON) -> l
     for name, spec in DEPLOYMENTS.items():
         kwargs: dict[str, Any] = {
             "name": name, "description": spec["description"], "tags": list(spec["tags"]),
-            "parameters": {**spec["parameters"], "config": config},
-            "concurrency_limit": spec["concurrency_limit"]}
+            "parameters": {**spec["parameters"], "config": config}}
         if "schedules" in spec:
             sched = spec["schedules"][0]
             kwargs["schedules"] = [Cron(cron, timezone=sched["timezone"],

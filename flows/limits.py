@@ -103,6 +103,7 @@ class GateSlot:
         self.wait_s = wait_s
         self._stack: ExitStack | None = None
         self.held: list[tuple[float, float]] = []
+        self.waited = 0.0
         self._since = 0.0
 
     def acquire(self) -> None:
@@ -127,6 +128,7 @@ class GateSlot:
                 continue
             self._stack = stack
             self._since = time.time()
+            self.waited += time.monotonic() - started
             return
 
     def release(self) -> None:

@@ -61,16 +61,26 @@ def _free_port() -> int:
 
 
 @contextmanager
-def private_server(timeout: float = STARTUP_TIMEOUT_S) -> Iterator[str]:
-    """A Prefect API on 127.0.0.1 for the duration of the block; yields its URL."""
+def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
+                   port: int | None = None) -> Iterator[str]:
+    """A Prefect API on 127.0.0.1 for the duration of the block; yields its URL.
+
+    Args:
+        timeout: seconds to wait for its health check.
+        home: a PREFECT_HOME of its own (its SQLite database lives there).
+        port: the port (default: a free one).
+    """
     import httpx
 
     import prefect
 
-    port = _free_port()
+    port = port or _free_port()
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
            "PREFECT__SERVER_FINAL": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
+    if home:
+        env["PREFECT_HOME"] = home
+        env.pop("PREFECT_API_DATABASE_CONNECTION_URL", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
          "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",

@@ -16,6 +16,7 @@ verdict is never retried into another one.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,11 +28,10 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
 from riskcore.errors import ConfigError, RiskgateError
 from riskcore.gate.cleanliness import CleanlinessReport
-from riskcore.gate.config import Gate, load_config, load_gate
+from riskcore.gate.config import Gate, config_mapping, load_gate
 from riskcore.gate.policy import CheckVerdict, Decision, Verdict
 from riskcore.gate.run import (RunOutcome, error_outcome, error_record, now_iso, run_gate,
                                write_run)
@@ -41,17 +41,40 @@ from riskcore.measures import MeasureInputs
 from riskcore.redact import install_log_redaction, redact_text
 from riskcore.results import MeasureResult
 from riskcore.storage import check_storage_options, join_url
-from tasks.io import load_table, resolve_storage_options, write_outputs
-from tasks.measure import encode_inputs, run_family
-from tasks.tell import check_line, emit_verdict, publish
-from tasks.validate import validate_inputs
+from riskgate.tasks.common import Held
+from riskgate.tasks.io import load_table, resolve_storage_options, write_outputs
+from riskgate.tasks.measure import encode_inputs, run_family
+from riskgate.tasks.tell import check_line, emit_verdict, publish
+from riskgate.tasks.validate import validate_inputs
 
 from .limits import GateSlot, ensure_defaults, take_trigger_rate
 
 #: the Prefect Variable that holds the nightly re-check's config URL
 NIGHTLY_CONFIG_VARIABLE = "riskgate_nightly_config"
+RELEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 STATE_NAMES = {"APPROVED": "Approved", "NEEDS_REVIEW": "NeedsReview", "REJECTED": "Rejected",
                "ERROR": "Error"}
+
+
+class GateVerdict(Exception):
+    """A verdict other than APPROVED, as the data of the run's Failed state (Prefect resolves a
+    failed state's data into an exception); ``outcome`` is what the run decided."""
+
+    def __init__(self, outcome: dict[str, Any]) -> None:
+        super().__init__(f"release {outcome.get('release_id')}: {outcome.get('verdict')} "
+                         f"({'; '.join(outcome.get('reasons') or [])[:300]})")
+        self.outcome = outcome
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GateVerdict, (self.outcome,))
+
+
+def outcome_of(state: State[Any]) -> dict[str, Any] | None:
+    """The outcome a gate run's final state carries (None when it has none: crashed)."""
+    data = state.result(raise_on_failure=False)
+    if isinstance(data, GateVerdict):
+        return data.outcome
+    return data if isinstance(data, dict) else None
 
 
 class ReviewInput(RunInput):
@@ -83,7 +106,7 @@ class PrefectSteps:
 
     def load(self, gate: Gate, options: Mapping[str, Any]
              ) -> tuple[dict[str, pd.DataFrame], list[TableInfo]]:
-        futures = {name: load_table.submit(quote(gate), name, quote(dict(options)))
+        futures = {name: load_table.submit(Held(gate), name, Held(dict(options)))
                    for name in gate.config.tables()}
         wait(list(futures.values()))
         frames, infos = {}, []
@@ -94,14 +117,14 @@ class PrefectSteps:
         return frames, infos
 
     def validate(self, gate: Gate, frames: dict[str, pd.DataFrame]) -> CleanlinessReport:
-        return _result(validate_inputs.submit(quote(gate), quote(frames)))  # type: ignore[no-any-return]
+        return _result(validate_inputs.submit(Held(gate), Held(frames)))  # type: ignore[no-any-return]
 
     def encode(self, gate: Gate, frames: dict[str, pd.DataFrame]) -> MeasureInputs:
-        return _result(encode_inputs.submit(quote(gate), quote(frames)))  # type: ignore[no-any-return]
+        return _result(encode_inputs.submit(Held(gate), Held(frames)))  # type: ignore[no-any-return]
 
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]:
-        futures = {name: run_family.submit(name, quote(inputs), quote(params))
+        futures = {name: run_family.submit(name, Held(inputs), Held(params))
                    for name, params in gate.measures.items()}
         wait(list(futures.values()))
         results, errors = {}, {}
@@ -117,24 +140,26 @@ class PrefectSteps:
                 self.log.error("measure %s failed: %s", name, message)
         return results, errors
 
-    def review(self, gate: Gate, decision: Decision, prepare: Callable[[], None]
+    def review(self, gate: Gate, decision: Decision, prepare: Callable[[], str | None]
                ) -> tuple[Decision, dict[str, Any] | None]:
         if gate.config.review != "pause" or decision.verdict is not Verdict.NEEDS_REVIEW:
             return decision, None
         return self._pause(gate, decision, prepare)
 
-    def _pause(self, gate: Gate, decision: Decision, prepare: Callable[[], None]
+    def _pause(self, gate: Gate, decision: Decision, prepare: Callable[[], str | None]
                ) -> tuple[Decision, dict[str, Any] | None]:
         from prefect.exceptions import FlowPauseTimeout
         from prefect.flow_runs import pause_flow_run
 
-        prepare()  # report, measures and artifacts first; decision.json stays last
+        report = prepare()  # report, measures and artifacts first; decision.json stays last
+        link = report if report and report.startswith(("http://", "https://")) else None
         pending = {"release_id": gate.config.release_id, "run_id": self.run_id,
                    "verdict": decision.verdict.value, "reasons": list(decision.reasons),
-                   "checks": [c.to_dict() for c in decision.checks]}
+                   "checks": [c.to_dict() for c in decision.checks], "report_link": link,
+                   "report_url": None if link else report}
         publish(pending, pending=True)
         under = decision.under_review
-        description = review_description(gate.config.release_id, under)
+        description = review_description(gate.config.release_id, under, report)
         for c in under:
             self.log.warning("needs review: %s", check_line(c.to_dict()))
         self.log.info("release %s needs review: pausing for a reviewer (timeout %ss); the gate "
@@ -163,14 +188,17 @@ class PrefectSteps:
     def write(self, folder: str, files: Mapping[str, bytes], decision: Mapping[str, Any] | None,
               options: Mapping[str, Any]) -> dict[str, str]:
         return _result(write_outputs.submit(  # type: ignore[no-any-return]
-            folder, quote(dict(files)), quote(None if decision is None else dict(decision)),
-            quote(dict(options))))
+            folder, Held(dict(files)), Held(None if decision is None else dict(decision)),
+            Held(dict(options))))
 
 
-def review_description(release_id: str, under: list[Any]) -> str:
-    """The pause form's text: what the reviewer is asked to decide, check by check."""
-    lines = [f"Release **{release_id}** needs a person's decision. The report is written "
-             "next to the run's other outputs (see the run's artifacts).", "",
+def review_description(release_id: str, under: list[Any], report: str | None) -> str:
+    """The pause form's text: what the reviewer is asked to decide, check by check, and where
+    the report is."""
+    where = (f"[Open the report]({report})" if report and report.startswith(("http://",
+                                                                            "https://"))
+             else f"The report: {report}" if report else "The report could not be written.")
+    lines = [f"Release **{release_id}** needs a person's decision. {where}", "",
              "Checks under review:"]
     for c in under:
         value = "n/a" if c.value is None else f"{c.value:.4g}"
@@ -188,7 +216,7 @@ def final_state(outcome: RunOutcome) -> State[Any]:
         message += f" ({outcome.reasons[0][:200]})"
     if outcome.verdict == "APPROVED":
         return Completed(name=name, message=message, data=data)
-    return Failed(name=name, message=message, data=data)
+    return Failed(name=name, message=message, data=GateVerdict(data))
 
 
 def _label_run(release_id: str, verdict: str | None) -> None:
@@ -248,16 +276,17 @@ def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
     message = f"{type(exc).__name__}: {redact_text(str(exc))}"
     payload = (trigger or {}).get("payload") if isinstance(trigger, Mapping) else None
     payload = payload if isinstance(payload, Mapping) else {}
-    release_id = str(payload.get("release_id") or "unknown-release")
+    release_id = str(payload.get("release_id") or "")
     output_url = payload.get("output_url")
     source = payload.get("config") or config
-    if not output_url and source:
-        try:
-            base = load_config(source, storage_options=options)
-            output_url = base.output_url
-            release_id = str(payload.get("release_id") or base.release_id)
+    if source is not None and (not output_url or not release_id):
+        try:  # the raw config, unvalidated: only where to write and under which release
+            raw, _ = config_mapping(source, None, options)
+            output_url = output_url or raw.get("output_url")
+            release_id = release_id or str(raw.get("release_id") or "")
         except RiskgateError:
             pass
+    release_id = release_id if RELEASE_ID.match(release_id) else "unknown-release"
     outcome = error_outcome(release_id, run_id, message)
     if isinstance(output_url, str):
         folder = join_url(output_url, release_id, run_id)
@@ -346,7 +375,8 @@ def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, con
         return final_state(outcome)
     try:
         outcome = run_gate(gate, run_id, options, PrefectSteps(log, slot, gate, run_id),
-                           context=context, checksums=payload.checksums if payload else None)
+                           context=context, checksums=payload.checksums if payload else None,
+                           timings={"slot_wait": slot.waited})
     finally:
         slot.release()
     outcome = RunOutcome(**{**outcome.__dict__, "slots": tuple(slot.held)})

@@ -30,8 +30,9 @@ SECRET_KEY = re.compile(
 NOT_SECRET = frozenset({"author", "authors"})
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<info>[^/@\s'\"]+)@")
 _KEY_VALUE = re.compile(
-    r"(?P<key>[A-Za-z0-9_\-]*(?:secret|passw|pwd|token|credential|api_?key|access_?key|"
-    r"session_?key|account_?key|signature)[A-Za-z0-9_\-]*)(?P<sep>\s*[=:]\s*['\"]?)"
+    r"(?P<key>[A-Za-z0-9_\-]*(?:secret_?(?:access_?)?key|client_?secret|passw|pwd|token|"
+    r"credential|api_?key|access_?key|session_?key|account_?key|signature)[A-Za-z0-9_\-]*)"
+    r"(?P<sep>\s*[=:]\s*['\"]?)"
     r"(?P<value>[^\s'\",;&}]+)", re.IGNORECASE)
 _AWS_KEY_ID = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")
 #: environment variables whose values are credentials
@@ -92,6 +93,24 @@ def find_credentials(value: Any, path: str = "", _depth: int = 0) -> str | None:
     return None
 
 
+def urls_with_credentials(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first string anywhere in a structure that is a URL with a
+    ``user:password@`` part (column names and other values are not inspected by key)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = urls_with_credentials(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = urls_with_credentials(item, f"{path}[{i}]")
+            if found:
+                return found
+    elif isinstance(value, str) and url_userinfo(value):
+        return path or "(value)"
+    return None
+
+
 def register(values: Iterable[Any]) -> None:
     """Remember secret values (e.g. a Secret block's) so that redact() masks them anywhere."""
     with _lock:
@@ -125,12 +144,12 @@ def redact_text(text: str) -> str:
 
 
 def redact(value: Any) -> Any:
-    """Redact every string in a structure; values under secret-looking keys become ``***``."""
+    """Redact every string in a structure (keys are kept: a key such as ``secret`` names a
+    column in riskgate's documents; credentials under such keys are refused on input)."""
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, Mapping):
-        return {k: (MASK if is_secret_key(k) and v not in (None, "") else redact(v))
-                for k, v in value.items()}
+        return {k: redact(v) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v) for v in value]
     if isinstance(value, tuple):

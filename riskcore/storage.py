@@ -82,7 +82,6 @@ def effective_options(url: str, options: Mapping[str, Any] | None) -> dict[str, 
         for key, value in FAST_FAIL_S3.items():
             config.setdefault(key, value)
         opts["config_kwargs"] = config
-        opts.setdefault("retries", 2)
     return opts
 
 
@@ -166,7 +165,7 @@ def read_bytes(url: str, options: Mapping[str, Any] | None, *, max_bytes: int,
     fs, path = filesystem(url, options)
     try:
         if not fs.exists(path):
-            raise InputError(f"{what}: '{shown}' does not exist; check the path or URL")
+            raise InputError(f"{what}: file '{shown}' does not exist; check the path or URL")
         if fs.isdir(path):
             raise InputError(f"{what}: '{shown}' is a directory; give the file itself")
         size = int(fs.size(path) or 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from prefect.states import Failed
 
@@ -13,6 +13,20 @@ from riskcore.errors import RiskgateError, StorageError
 from riskcore.redact import redact_text
 
 T = TypeVar("T")
+
+
+class Held(Generic[T]):
+    """A task argument Prefect passes through untouched: not traversed for futures (a gate's
+    config, tables and encoded arrays are large and not made of futures), and shipped whole to
+    a Dask worker (where ``prefect.utilities.annotations.quote`` arrives as a bare tuple)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Held({type(self.value).__name__})"
 #: attempts and delay for a transient storage error inside one task
 STORAGE_ATTEMPTS = 3
 STORAGE_DELAY_S = 2.0

@@ -16,7 +16,7 @@ from riskcore.gate.tables import TableInfo
 from riskcore.redact import register
 from riskcore.storage import check_storage_options
 
-from .common import clean_failure
+from .common import Held, clean_failure
 
 
 def resolve_storage_options(cfg: GateConfig, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -44,15 +44,16 @@ def resolve_storage_options(cfg: GateConfig, base: Mapping[str, Any] | None = No
 
 @task(name="load", task_run_name="load-{name}", cache_policy=NO_CACHE, retries=0)
 @clean_failure
-def load_table(gate: Gate, name: str, options: dict[str, Any]
+def load_table(gate: Held[Gate], name: str, options: Held[dict[str, Any]]
                ) -> tuple[pd.DataFrame, TableInfo]:
     """Read one input table (original, released, control, identification)."""
-    return load_input(gate.config, name, options)
+    return load_input(gate.value.config, name, options.value)
 
 
 @task(name="write-outputs", cache_policy=NO_CACHE, retries=0)
 @clean_failure
-def write_outputs(folder: str, files: dict[str, bytes], decision: dict[str, Any] | None,
-                  options: dict[str, Any]) -> dict[str, str]:
+def write_outputs(folder: str, files: Held[dict[str, bytes]],
+                  decision: Held[dict[str, Any] | None], options: Held[dict[str, Any]]
+                  ) -> dict[str, str]:
     """Write the run folder, decision.json last."""
-    return write_run(folder, files, decision, options)
+    return write_run(folder, files.value, decision.value, options.value)

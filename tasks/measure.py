@@ -12,16 +12,16 @@ from riskcore.measures import MeasureInputs
 from riskcore.measures.family import Params
 from riskcore.results import MeasureResult
 
-from .common import clean_failure
+from .common import Held, clean_failure
 
 
 @task(name="encode", cache_policy=NO_CACHE, retries=0)
 @clean_failure
-def encode_inputs(gate: Gate, frames: dict[str, pd.DataFrame]) -> MeasureInputs:
-    return encode(gate.config, frames)
+def encode_inputs(gate: Held[Gate], frames: Held[dict[str, pd.DataFrame]]) -> MeasureInputs:
+    return encode(gate.value.config, frames.value)
 
 
 @task(name="measure", task_run_name="measure-{name}", cache_policy=NO_CACHE, retries=0)
 @clean_failure
-def run_family(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
-    return measure(name, inputs, params)
+def run_family(name: str, inputs: Held[MeasureInputs], params: Held[Params]) -> MeasureResult:
+    return measure(name, inputs.value, params.value)

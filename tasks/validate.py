@@ -10,10 +10,11 @@ from riskcore.gate.cleanliness import CleanlinessReport
 from riskcore.gate.config import Gate
 from riskcore.gate.run import validate
 
-from .common import clean_failure
+from .common import Held, clean_failure
 
 
 @task(name="validate", cache_policy=NO_CACHE, retries=0)
 @clean_failure
-def validate_inputs(gate: Gate, frames: dict[str, pd.DataFrame]) -> CleanlinessReport:
-    return validate(gate.config, frames)
+def validate_inputs(gate: Held[Gate], frames: Held[dict[str, pd.DataFrame]]
+                    ) -> CleanlinessReport:
+    return validate(gate.value.config, frames.value)

@@ -1,14 +1,42 @@
-"""Shared test fixtures: the reference data folder and small helpers."""
+"""Shared fixtures: the reference data, the example tables, one real Prefect server for the
+whole suite (started on first use, on 127.0.0.1, with its own PREFECT_HOME and SQLite), and
+moto's S3 server."""
 
 from __future__ import annotations
 
 import os
+import socket
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTDATA_KEYS = ("urbrur", "roof", "walls", "water", "electcon", "relat", "sex")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# The suite's Prefect API is fixed before anything imports Prefect: Prefect reads its settings
+# from the environment once, and threads do not inherit a temporary settings context. The
+# server itself starts on first use (the prefect_server fixture).
+# (this module is also imported as ``tests.conftest``: the second import keeps the first's API)
+if "RISKGATE_TEST_PREFECT_PORT" not in os.environ:
+    os.environ["RISKGATE_TEST_PREFECT_PORT"] = str(_free_port())
+    os.environ["RISKGATE_TEST_PREFECT_HOME"] = tempfile.mkdtemp(prefix="riskgate-prefect-home-")
+PREFECT_PORT = int(os.environ["RISKGATE_TEST_PREFECT_PORT"])
+PREFECT_HOME_DIR = os.environ["RISKGATE_TEST_PREFECT_HOME"]
+os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{PREFECT_PORT}/api"
+os.environ["PREFECT_HOME"] = PREFECT_HOME_DIR
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ.setdefault("PREFECT_LOGGING_TO_API_BATCH_INTERVAL", "0.5")
 
 
 def shared_dir() -> Path:
@@ -29,4 +57,118 @@ def testdata(shared: Path) -> pd.DataFrame:
     return pd.read_csv(shared / "datasets/sdcmicro/testdata.csv")
 
 
-TESTDATA_KEYS = ("urbrur", "roof", "walls", "water", "electcon", "relat", "sex")
+@pytest.fixture(scope="session")
+def example_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from riskcore.examples import write_example
+
+    return write_example(tmp_path_factory.mktemp("example"), n=3000, seed=7)
+
+
+class PrefectServer:
+    """A real Prefect API for the suite: its URL and its home (database, settings)."""
+
+    def __init__(self, url: str, home: str) -> None:
+        self.url, self.home = url, home
+
+    def env(self) -> dict[str, str]:
+        """Environment for subprocesses (CLI runs, workers) that talk to this server."""
+        return {**os.environ, "PREFECT_API_URL": self.url, "PREFECT_HOME": self.home,
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[PrefectServer]:
+    from riskgate.flows.local_api import drain_prefect, private_server
+
+    with private_server(home=PREFECT_HOME_DIR, port=PREFECT_PORT) as url:
+        yield PrefectServer(url, PREFECT_HOME_DIR)
+        drain_prefect()
+
+
+free_port = _free_port
+
+
+class S3Endpoint:
+    """moto in server mode: a real HTTP S3 API on loopback."""
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server: Any = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port,
+                                              verbose=False)
+
+    def start(self) -> None:
+        self.server.start()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.url, region_name="us-east-1")
+
+    def options(self) -> dict[str, Any]:
+        # no credentials here: they come from the environment, as in production
+        return {"endpoint_url": self.url, "skip_instance_cache": True}
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3Endpoint]:
+    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                       ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(key, value)
+    endpoint = S3Endpoint()
+    endpoint.start()
+    yield endpoint
+    endpoint.stop()
+
+
+POLICY: dict[str, Any] = {
+    "version": 1,
+    "checks": [
+        {"figure": "k_anonymity.k", "min": 3},
+        {"figure": "reid.pRb", "max": 0.34},
+        {"figure": "reid.jRc", "max": 0.05},
+        {"figure": "l_diversity.diagnosis.distinct_l", "min": 1},
+        "t_closeness.t <= 0.9",
+    ],
+}
+
+
+def gate_config(original: str, released: str, output: str, **extra: Any) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "release_id": "itest",
+        "original": original,
+        "released": released,
+        "output_url": output,
+        "roles": {"quasi_identifiers": ["region", "age", "sex", "education"],
+                  "sensitive": ["diagnosis"], "weight": "weight", "household": "household_id",
+                  "direct_identifiers": ["person_id"], "types": {"age": "categorical"}},
+        "measures": {"k_anonymity": {}, "reid": {"threshold": 0.1}, "l_diversity": {},
+                     "t_closeness": {}},
+        "policy": POLICY,
+        "seed": 11,
+    }
+    cfg.update(extra)
+    return cfg
+
+
+def outcome_of(state: Any) -> dict[str, Any]:
+    """The outcome dict a gate flow run's final state carries."""
+    from riskgate.flows.release_gate import outcome_of as flow_outcome
+
+    data = flow_outcome(state)
+    assert data is not None, f"the run ended {state.type} without an outcome: {state.message}"
+    return data
+
+
+def run_gate_flow(config: Any, **kwargs: Any) -> dict[str, Any]:
+    """Run the release-gate flow in this process (against the suite's Prefect server) and
+    return its outcome, with the final state's type and name added."""
+    from riskgate.flows.release_gate import release_gate
+
+    state = release_gate(config=config, return_state=True, **kwargs)
+    return {**outcome_of(state), "state_type": state.type.value, "state_name": state.name}

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     over = overrides(args)
     gate = load_gate(args.config, over, options)  # a config error fails here, in a second
     from ..local_api import prefect_api
-    from ..release_gate import release_gate
+    from ..release_gate import outcome_of, release_gate
 
     flow_fn: Any = release_gate
     if args.dask_address or args.dask_local:
@@ -70,10 +70,10 @@ def run(args: argparse.Namespace) -> int:
     with prefect_api(), progress_bars():
         state = flow_fn(config=args.config, overrides=over, storage_options=options,
                         return_state=True)
-    outcome = state.result(raise_on_failure=False)
-    if not isinstance(outcome, dict):
+    outcome = outcome_of(state)
+    if outcome is None:
         console.print(redact_text(f"error: the gate run ended {state.type.value} without a "
-                                  f"verdict: {outcome!r}"), markup=False)
+                                  f"verdict: {state.message}"), markup=False)
         return 3
     if args.json:
         print(json.dumps(redact(outcome), indent=2, default=str))

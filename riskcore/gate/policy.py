@@ -173,7 +173,19 @@ def _number(raw: Any, key: str, where: str) -> float:
     return value
 
 
-def load_policy(data: Any, name: str = "policy") -> Policy:
+def load_policy(source: Any, storage_options: Mapping[str, Any] | None = None,
+                name: str | None = None) -> Policy:
+    """A policy from a mapping, or from a YAML file at a path or any fsspec URL."""
+    if isinstance(source, str):
+        from ..redact import redact_text
+        from .documents import read_document
+
+        return parse_policy(read_document(source, storage_options, "policy file"),
+                            name or f"policy file '{redact_text(source)}'")
+    return parse_policy(source, name or "policy")
+
+
+def parse_policy(data: Any, name: str = "policy") -> Policy:
     """Validate a policy mapping (already loaded safely)."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{name}: a policy must be a mapping with 'version' and 'checks'")
@@ -201,10 +213,6 @@ def load_policy(data: Any, name: str = "policy") -> Policy:
     return Policy(checks=tuple(checks), version=POLICY_VERSION,
                   on_insufficient=CheckVerdict.REVIEW if on_insufficient == "review"
                   else CheckVerdict.FAIL, name=name)
-
-
-#: kept for callers of the earlier name
-parse_policy = load_policy
 
 
 def _parse_check(raw: Any, where: str) -> Check:

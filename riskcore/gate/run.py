@@ -250,7 +250,7 @@ class Steps(Protocol):
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]: ...
 
-    def review(self, gate: Gate, decision: Decision, prepare: Callable[[], None]
+    def review(self, gate: Gate, decision: Decision, prepare: Callable[[], str | None]
                ) -> tuple[Decision, dict[str, Any] | None]: ...
 
     def write(self, folder: str, files: Mapping[str, bytes], decision: Mapping[str, Any] | None,
@@ -285,7 +285,7 @@ class LocalSteps:
                 errors[name] = measure_error(exc)
         return results, errors
 
-    def review(self, gate: Gate, decision: Decision, prepare: Callable[[], None]
+    def review(self, gate: Gate, decision: Decision, prepare: Callable[[], str | None]
                ) -> tuple[Decision, dict[str, Any] | None]:
         return decision, None  # nobody to ask: NEEDS_REVIEW stands
 
@@ -377,7 +377,8 @@ class _Run:
 
 def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
              steps: Steps | None = None, context: Mapping[str, Any] | None = None,
-             checksums: Mapping[str, str] | None = None) -> RunOutcome:
+             checksums: Mapping[str, str] | None = None,
+             timings: Mapping[str, float] | None = None) -> RunOutcome:
     """One gate run, failing closed: any error, unclean or unintended input or unmeasurable
     figure ends not approved, with the reason written in ``decision.json``.
 
@@ -389,9 +390,10 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
         context: extra keys for ``decision.json`` (e.g. the trigger event).
         checksums: table name -> the SHA-256 the caller expects (a trigger event's); a file
             that differs is an error (it changed since it was announced).
+        timings: seconds spent before the run (e.g. ``slot_wait``), recorded with the rest.
     """
     run = _Run(gate, run_id, dict(options or {}), steps or LocalSteps(), dict(context or {}),
-               checksums=dict(checksums or {}))
+               checksums=dict(checksums or {}), timings=dict(timings or {}))
     try:
         decision = _sequence(run)
     except RiskgateError as exc:
@@ -441,11 +443,15 @@ def _sequence(run: _Run) -> Decision:
                                               gate.config.report.examples))
         run.files["examples.json"] = json_bytes(run.examples)
 
-    def prepare() -> None:
-        """Before a reviewer is asked: every output but decision.json, and the report."""
+    def prepare() -> str | None:
+        """Before a reviewer is asked: every output but decision.json, and the report; returns
+        the report's link (or its URL)."""
         pending = run.record(decision)
         files = {**run.files, "report.html": run.report(pending)}
-        run.steps.write(run.folder, files, None, run.options)
+        written = run.steps.write(run.folder, files, None, run.options)
+        url = written.get("report.html")
+        key = f"{gate.config.release_id}/{run.run_id}"
+        return report_link(url, gate, run.options, key) or url
 
     reviewed, review = steps.review(gate, decision, prepare)
     if review is not None:

@@ -252,7 +252,7 @@ def _read_parquet(url: str, name: str, columns: Sequence[str] | None, limit: int
     fs, path = filesystem(url, storage_options)
     try:
         if not fs.exists(path):
-            raise InputError(f"{what}: '{shown}' does not exist; check the path or URL")
+            raise InputError(f"{what}: file '{shown}' does not exist; check the path or URL")
         if fs.isdir(path):
             raise InputError(f"{what}: '{shown}' is a directory; give the Parquet file itself")
         digest = hashlib.sha256()

@@ -288,7 +288,7 @@ class PopulationParams(Params):
         return size
 
 
-def _check(params: PopulationParams, _roles: object) -> None:
+def _check_params(params: PopulationParams, _roles: object) -> None:
     params.size()
 
 
@@ -306,7 +306,7 @@ FAMILY = MeasureFamily(
     figures=lambda p, roles: {**{m: True for m in MODELS},
                               **{f"{m}_fraction": True for m in MODELS},
                               "sample_uniques": True},
-    check=_check,
+    check=_check_params,
     how_to_read=(
         "Estimates of how many records are unique in the whole population, not only in the "
         "sample, from the sample's class sizes (Zayatz, Pitman, SNB; Dankar picks a model). "

@@ -1,8 +1,10 @@
 """Versioned JSON schemas of riskgate's outputs, shipped with the package.
 
-``decision-1.schema.json`` describes ``decision.json`` (``"schema": "riskgate.decision/1"``) and
-``measures-1.schema.json`` describes ``measures.json`` (``"riskgate.measures/1"``). A breaking
-change to either file's layout gets a new version number and a new schema file.
+One schema per document riskgate writes: ``decision.json`` (``riskgate.decision/1``),
+``measures.json`` and ``riskgate measure --json`` (``riskgate.measures/1``), ``validation.json``
+(``riskgate.validation/1``), ``riskgate attack --json`` (``riskgate.attack/1``) and
+``riskgate alc --json`` (``riskgate.alc/1`` for one scenario, ``riskgate.alc-set/1`` for
+several). A breaking change to a layout gets a new version number and a new schema file.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from typing import Any
 
 _HERE = Path(__file__).parent
 SCHEMAS = {"riskgate.decision/1": "decision-1.schema.json",
-           "riskgate.measures/1": "measures-1.schema.json"}
+           "riskgate.measures/1": "measures-1.schema.json",
+           "riskgate.validation/1": "validation-1.schema.json",
+           "riskgate.attack/1": "attack-1.schema.json",
+           "riskgate.alc/1": "alc-1.schema.json",
+           "riskgate.alc-set/1": "alc-set-1.schema.json"}
 
 
 @cache

@@ -168,8 +168,8 @@ def _run(inputs: MeasureInputs, params: InferenceParams) -> MeasureResult:
                           regression=params.regression, tolerance=params.tolerance,
                           seed=inputs.seed) for sec in secrets}
     worst = max(per, key=lambda k: per[k].figures["risk"] or 0.0)
-    figures: dict[str, Any] = {"risk": per[worst].figures["risk"],
-                               "risk_ci_low": per[worst].figures["risk_ci_low"],
+    # unprefixed: the worst secret's figures (risk_ci_high: the highest over the secrets)
+    figures: dict[str, Any] = {**per[worst].figures,
                                "risk_ci_high": max(r.figures["risk_ci_high"] or 0.0
                                                    for r in per.values())}
     for sec, res in per.items():
@@ -184,7 +184,7 @@ def _run(inputs: MeasureInputs, params: InferenceParams) -> MeasureResult:
 
 
 def _figures(params: InferenceParams, roles: Roles) -> dict[str, bool]:
-    out = {"risk": True, "risk_ci_low": True, "risk_ci_high": True}
+    out = attack_figures()
     for sec in _secrets(params, roles):
         out.update(attack_figures(f"{sec}."))
     return out

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ...data import EncodedTable
 
 
+EQ, NE, LT, LE, GT, GE, ISNULL, NOTNULL = range(8)
 OP_NAMES = ["==", "!=", "<", "<=", ">", ">=", "is null", "is not null"]
 DEFAULT_MAX_ATTEMPTS = 200_000
 

@@ -7,8 +7,7 @@ import uuid
 
 import pytest
 
-from flows.release_gate import release_gate
-from tests.integration.conftest import gate_config
+from tests.conftest import gate_config, run_gate_flow
 
 
 def _bucket(s3) -> str:
@@ -29,7 +28,7 @@ def test_gate_on_s3_inputs_and_outputs(s3, example_files):
         client.upload_file(str(example_files[name]), bucket, f"in/{name}.csv")
     cfg = gate_config(f"s3://{bucket}/in/original.csv", f"s3://{bucket}/in/released.csv",
                       f"s3://{bucket}/out", storage={"options": s3.options()})
-    outcome = release_gate(config=cfg, config_name="s3")
+    outcome = run_gate_flow(cfg)
     assert outcome["verdict"] == "APPROVED", outcome["reasons"]
     run_id = outcome["decision_url"].split("/")[-2]
     keys = _keys(s3, bucket, "out/")
@@ -46,7 +45,7 @@ def test_gate_on_s3_inputs_and_outputs(s3, example_files):
 
 def test_credentials_in_config_are_refused(example_files, tmp_path):
     from riskcore.errors import ConfigError
-    from riskcore.gateconfig import load_gate_config
+    from riskcore.gate.config import load_config as load_gate_config
 
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
                       str(tmp_path), storage={"options": {"secret": "abc", "key": "AKIA"}})
@@ -61,12 +60,12 @@ def test_endpoint_down_during_write_leaves_no_decision_and_rerun_succeeds(s3, ex
                       release_id="fault")
     s3.stop()  # inputs are local: load, checks and measures run; the write step cannot
     try:
-        state = release_gate(config=cfg, config_name="fault", return_state=True)
+        outcome = run_gate_flow(cfg)
     finally:
         s3.start()
-    assert state.is_failed()
+    assert outcome["state_type"] == "FAILED" and outcome["verdict"] == "ERROR"
     assert not [k for k in _keys(s3, bucket) if k.endswith("decision.json")]
-    outcome = release_gate(config=cfg, config_name="fault-rerun")
+    outcome = run_gate_flow(cfg)
     assert outcome["verdict"] == "APPROVED"
     decisions = [k for k in _keys(s3, bucket) if k.endswith("decision.json")]
     assert decisions == [f"out/fault/{outcome['decision_url'].split('/')[-2]}/decision.json"]

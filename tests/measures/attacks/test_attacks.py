@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from riskcore.attacks.data import encode_attack_tables
-from riskcore.attacks.gower import distances, kneighbors, prepare
-from riskcore.attacks.inference import inference
-from riskcore.attacks.linkability import linkability, risk_for_k
-from riskcore.attacks.singling_out import singling_out
+from riskcore.measures.attacks.common import encode_attack_tables
+from riskcore.measures.attacks.gower import distances, kneighbors, prepare
+from riskcore.measures.attacks.inference import inference
+from riskcore.measures.attacks.linkability import linkability, risk_for_k
+from riskcore.measures.attacks.singling_out import singling_out
 from riskcore.errors import ConfigError
 from riskcore.stats import Rate, privacy_risk, wilson, z_score
 
@@ -148,9 +148,9 @@ def test_bad_attack_configs(adults):
 PLANTED = """
 import json, sys
 import numpy as np, pandas as pd
-from riskcore.attacks.data import encode_attack_tables
-from riskcore.attacks.singling_out import singling_out
-from riskcore.attacks.linkability import linkability
+from riskcore.measures.attacks.common import encode_attack_tables
+from riskcore.measures.attacks.singling_out import singling_out
+from riskcore.measures.attacks.linkability import linkability
 from riskcore.results import to_jsonable
 d = sys.argv[1]
 ori = pd.read_csv(d + "/adults_train_reconstructed.csv").iloc[:6000].reset_index(drop=True)
@@ -192,7 +192,7 @@ def test_planted_leak_is_caught_and_runs_are_deterministic(shared):
 
 
 def test_cli_attack_json(shared, tmp_path):
-    from flows.cli import main
+    from riskgate.flows.cli import main
 
     d = shared / "datasets/anonymeter"
     out = tmp_path / "inf.json"

@@ -13,8 +13,9 @@ from riskcore import Roles, encode_table, progress
 from riskcore.errors import ConfigError
 from riskcore.measures import MeasureInputs, run_measure
 from riskcore.report import plots, render_report
-from riskcore.report.examples import example_records
-from riskcore.report.views import (ADVICE, INSUFFICIENT_ADVICE, RISK_LABELS, advice, alc_view,
+from riskcore.report.riskiest import example_records
+from riskcore.measures import BY_NAME
+from riskcore.report.views import (INSUFFICIENT_ADVICE, RISK_LABELS, advice, alc_view,
                                    check_threshold, size_buckets)
 from riskcore.stats import risk_band_counts
 
@@ -80,12 +81,14 @@ def test_risk_bands_include_their_upper_edge():
 
 def test_advice_for_failed_and_unmeasured_checks():
     assert advice({"figure": "k_anonymity.k", "verdict": "pass"}) == ""
-    assert advice({"figure": "k_anonymity.k", "verdict": "fail"}) == ADVICE["k_anonymity"]
-    assert advice({"figure": "alc.diagnosis.alc", "verdict": "review"}) == ADVICE["alc"]
+    assert advice({"figure": "k_anonymity.k", "verdict": "fail"}) == \
+        BY_NAME["k_anonymity"].advice
+    assert advice({"figure": "alc.diagnosis.alc", "verdict": "review"}) == BY_NAME["alc"].advice
     assert advice({"figure": "sdc.global_risk", "verdict": "insufficient"}) == \
         INSUFFICIENT_ADVICE
-    checks = [{"figure": "k_anonymity.k", "threshold": ">= 3"},
-              {"figure": "reid.pRb", "threshold": "<= 0.34, review up to 0.5"}]
+    checks = [{"figure": "k_anonymity.k", "threshold": ">= 3", "min": 3.0, "max": None},
+              {"figure": "reid.pRb", "threshold": "<= 0.34, review up to 0.5", "min": None,
+               "max": 0.34}]
     assert check_threshold(checks, "k_anonymity.k") == 3.0
     assert check_threshold(checks, "reid.pRb") == 0.34
     assert check_threshold(checks, "sdc.global_risk") is None

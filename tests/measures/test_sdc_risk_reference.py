@@ -9,7 +9,7 @@ import pytest
 
 from riskcore import Roles, encode_table, frequencies
 from riskcore.errors import InputError
-from riskcore.indivrisk import global_risk, household_risk, individual_risk, sdc_risk
+from riskcore.measures.sdc import global_risk, household_risk, individual_risk, sdc_risk
 from tests.conftest import TESTDATA_KEYS
 
 FREE1_KEYS = ("REGION", "SEX", "AGE", "MARSTAT", "KINDPERS")

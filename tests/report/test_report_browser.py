@@ -16,11 +16,12 @@ import pandas as pd
 import pytest
 from markupsafe import escape
 
-from flows.release_gate import release_gate
-from riskcore.report.browser import check_page, find_chromium
+from riskgate.flows.browser import check_page, find_chromium
 from riskcore.report.views import advice
-from riskcore.schemas import validate
-from tests.integration.conftest import gate_config
+from riskcore.gate.schemas import validate
+from tests.conftest import gate_config, run_gate_flow
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -52,7 +53,7 @@ def _browser() -> str:
 
 
 def _run(cfg: dict, name: str) -> tuple[dict, Path]:
-    outcome = release_gate(config=cfg, config_name=name)
+    outcome = run_gate_flow(cfg)
     return outcome, Path(outcome["folder"])
 
 
@@ -126,7 +127,7 @@ def test_every_family_report_states_the_numbers_of_the_json(every_family):
 
 def test_bundled_example_report_in_chromium(example_files, tmp_path):
     exe = _browser()
-    from riskcore.gateconfig import load_gate_config
+    from riskcore.gate.config import load_config as load_gate_config
 
     demo = Path(__file__).resolve().parents[2] / "examples" / "gate.yaml"
     cfg = load_gate_config(demo).model_dump(mode="json")
@@ -217,7 +218,7 @@ def test_planted_sensitive_marker_never_reaches_the_report(hostile):
 
 
 def test_report_command_rerenders_the_same_report(every_family, tmp_path):
-    from flows.cli import main
+    from riskgate.flows.cli import main
 
     _, run = every_family
     target = tmp_path / "again.html"
@@ -237,7 +238,7 @@ def test_a_failed_run_still_has_a_readable_report(example_files, tmp_path):
 
 def test_report_command_detail_follows_the_flag_and_what_the_run_recorded(hostile, tmp_path,
                                                                           capsys):
-    from flows.cli import main
+    from riskgate.flows.cli import main
 
     full_run, summary_run = hostile["full"][1], hostile["summary"][1]
     # a full run re-rendered as a summary hides the example values

@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from riskcore import (ConfigError, InputError, Roles, encode_table, encode_tables, frequencies)
-from riskcore.gateconfig import load_gate_config
-from riskcore.policy import load_policy, parse_policy
-from riskcore.tableio import read_table
+from riskcore.gate.config import load_config as load_gate_config
+from riskcore.gate.policy import load_policy, parse_policy
+from riskcore.gate.tables import read_table
 
 BASE = pd.DataFrame({"a": [1, 2, 2, 3], "b": ["x", "y", "y", "z"], "w": [1.0, 2.0, 2.0, 3.0]})
 

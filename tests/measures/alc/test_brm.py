@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from riskcore.alc import BestRowMatch, from_frames
-from riskcore.alc.data import is_smooth
-from riskcore.alc.targets import select_targets
+from riskcore.measures.alc import BestRowMatch, from_frames
+from riskcore.measures.alc.inputs import is_smooth
+from riskcore.measures.alc.targets import select_targets
 from riskcore.errors import ConfigError, InputError
 
 

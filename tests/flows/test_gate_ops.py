@@ -1,4 +1,5 @@
-"""Operations: concurrency limit, Dask task runner, human sign-off, deployments."""
+"""The flow in this process against the suite's Prefect server: shared gate limit, Dask task
+runner, human sign-off, the deployments' one source."""
 
 from __future__ import annotations
 
@@ -10,27 +11,38 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.release_gate import release_gate
-from riskcore.examples import write_example
-from tests.conftest import ROOT
-from tests.integration.conftest import POLICY, gate_config
+from tests.conftest import ROOT, gate_config, run_gate_flow
 
 
 @pytest.fixture(scope="module")
 def bigger_files(tmp_path_factory):
+    from riskcore.examples import write_example
+
     return write_example(tmp_path_factory.mktemp("bigger"), n=60000, seed=3)
 
 
+def _peak(spans: list[tuple[float, float]]) -> int:
+    points = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans],
+                    key=lambda p: (p[0], p[1]))
+    inside = peak = 0
+    for _, delta in points:
+        inside += delta
+        peak = max(peak, inside)
+    return peak
+
+
 def test_six_gate_runs_with_limit_five_never_exceed_five(bigger_files, tmp_path):
+    from riskgate.flows.limits import GATE_LIMIT, set_limits
+
+    set_limits(gate=5)
     outcomes: dict[int, dict] = {}
     errors: list[BaseException] = []
 
     def run(i: int) -> None:
         cfg = gate_config(str(bigger_files["original"]), str(bigger_files["released"]),
-                          str(tmp_path / "out"), release_id=f"conc-{i}",
-                          limits={"gate_concurrency": 5})
+                          str(tmp_path / "out"), release_id=f"conc-{i}")
         try:
-            outcomes[i] = release_gate(config=cfg, config_name=f"conc-{i}")
+            outcomes[i] = run_gate_flow(cfg)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -43,29 +55,35 @@ def test_six_gate_runs_with_limit_five_never_exceed_five(bigger_files, tmp_path)
     assert sorted(outcomes) == list(range(6))  # none is lost
     for o in outcomes.values():
         assert Path(o["decision_url"]).exists()
-    slots = sorted((o["slot"][0], o["slot"][1]) for o in outcomes.values())
-    points = sorted([(a, 1) for a, _ in slots] + [(b, -1) for _, b in slots],
-                    key=lambda p: (p[0], p[1]))
-    inside = peak = 0
-    for _, delta in points:
-        inside += delta
-        peak = max(peak, inside)
-    assert peak <= 5
+    spans = sorted((s[0], s[1]) for o in outcomes.values() for s in o["slots"])
+    assert len(spans) == 6 and _peak(spans) <= 5
     # the sixth run could only start once another had finished
-    assert slots[-1][0] >= min(b for _, b in slots[:-1])
+    assert spans[-1][0] >= min(b for _, b in spans[:-1])
+    assert set_limits()[GATE_LIMIT]["active_slots"] == 0  # every slot came back
+
+
+def test_a_config_cannot_resize_the_shared_limit(example_files, tmp_path):
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), limits={"gate_concurrency": 100})
+    outcome = run_gate_flow(cfg)
+    assert outcome["verdict"] == "ERROR"
+    assert "riskgate limits" in outcome["reasons"][0]
 
 
 def test_dask_local_cluster_gives_the_same_decision_and_figures(example_files, tmp_path):
     from prefect_dask import DaskTaskRunner
 
+    from riskgate.flows.release_gate import outcome_of, release_gate
+
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
                       str(tmp_path / "out"), release_id="dask")
-    threads = release_gate(config=cfg, config_name="threads")
+    threads = run_gate_flow(cfg)
     runner = DaskTaskRunner(cluster_class="distributed.LocalCluster",
                             cluster_kwargs={"n_workers": 2, "threads_per_worker": 1,
                                             "processes": True, "dashboard_address": None})
-    dask = release_gate.with_options(task_runner=runner)(config=cfg, config_name="dask")
-    assert dask["verdict"] == threads["verdict"]
+    dask = outcome_of(release_gate.with_options(task_runner=runner)(config=cfg,
+                                                                     return_state=True))
+    assert dask is not None and dask["verdict"] == threads["verdict"]
 
     def figures(outcome):
         doc = json.loads((Path(outcome["folder"]) / "measures.json").read_text())
@@ -90,12 +108,11 @@ def test_paused_review_resumed_with_approval_ends_approved(example_files, tmp_pa
                       str(tmp_path / "out"), release_id="review", policy=policy,
                       review="pause", review_timeout_s=120)
     result: dict = {}
-    t = threading.Thread(target=lambda: result.update(
-        release_gate(config=cfg, config_name="review-run")))
+    t = threading.Thread(target=lambda: result.update(run_gate_flow(cfg)))
     t.start()
     paused = None
     with get_client(sync_client=True) as client:
-        for _ in range(120):
+        for _ in range(240):
             runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
                 state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])),
                 name=FlowRunFilterName(like_="review")))
@@ -103,11 +120,18 @@ def test_paused_review_resumed_with_approval_ends_approved(example_files, tmp_pa
                 paused = runs[0]
                 break
             time.sleep(0.5)
-    assert paused is not None, "the gate never paused for review"
+        assert paused is not None, "the gate never paused for review"
+        # everything but decision.json is written before the reviewer is asked
+        folder = tmp_path / "out" / "review" / str(paused.id)
+        assert (folder / "report.html").exists() and (folder / "measures.json").exists()
+        assert not (folder / "decision.json").exists()
+        from riskgate.flows.limits import GATE_LIMIT, set_limits
+
+        assert set_limits()[GATE_LIMIT]["active_slots"] == 0  # the pause holds no gate slot
     resume_flow_run(paused.id, run_input={"approve": True, "reviewer": "dpo@example.org",
                                           "comment": "l-diversity acceptable for this use"})
     t.join(timeout=120)
-    assert result["verdict"] == "APPROVED"
+    assert result["verdict"] == "APPROVED" and result["state_name"] == "Approved"
     decision = json.loads(Path(result["decision_url"]).read_text())
     assert decision["review"]["decision"] == "approved"
     assert decision["review"]["reviewer"] == "dpo@example.org"
@@ -117,21 +141,35 @@ def test_paused_review_resumed_with_approval_ends_approved(example_files, tmp_pa
 def test_prefect_yaml_validates_and_entrypoints_import():
     import importlib
 
+    from prefect.events import DeploymentEventTrigger
+
     doc = yaml.safe_load((ROOT / "deployments/prefect.yaml").read_text())
+    assert doc["pull"] == []  # module entrypoints: no working directory, no /opt path
     deployments = doc["deployments"]
-    assert {d["name"] for d in deployments} >= {"nightly-recheck", "on-anonymization"}
+    assert {d["name"] for d in deployments} == {"nightly-recheck", "on-anonymization"}
     for d in deployments:
-        module, func = d["entrypoint"].split(":")
-        mod = importlib.import_module(module.replace("/", ".").removesuffix(".py"))
-        assert callable(getattr(mod, func))
+        module, func = d["entrypoint"].rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), func))
         assert d["work_pool"]["name"] == "riskgate-process"
+        assert "concurrency_limit" not in d  # the riskgate-gate limit instead (see the module)
     triggered = next(d for d in deployments if d["name"] == "on-anonymization")
     trigger = triggered["triggers"][0]
     assert trigger["expect"] == ["riskgate.anonymization.completed"]
-    assert triggered["concurrency_limit"] == 5
-    from prefect.events import DeploymentEventTrigger
-
-    DeploymentEventTrigger(**{k: v for k, v in trigger.items() if k != "enabled"})
+    assert set(trigger["parameters"]["trigger"]) == {"event_id", "event", "occurred",
+                                                     "payload"}
+    DeploymentEventTrigger(**{k: v for k, v in trigger.items() if k != "type"})
     scheduled = next(d for d in deployments if d["name"] == "nightly-recheck")
-    assert scheduled["schedules"][0]["cron"]
-    assert POLICY  # the policy used in these tests is the example's shape
+    assert scheduled["schedules"][0]["active"] is False  # until its config URL is set
+    assert scheduled["parameters"] == {"config": None}
+
+
+def test_serve_builds_the_same_deployments_as_the_yaml():
+    from riskgate.flows.deployments import DEPLOYMENTS, runner_deployments
+
+    built = {d.name: d for d in runner_deployments("s3://bucket/gate.yaml")}
+    assert set(built) == set(DEPLOYMENTS)
+    for name, spec in DEPLOYMENTS.items():
+        assert sorted(built[name].tags) == sorted(spec["tags"])
+    trigger = built["on-anonymization"].triggers[0]
+    assert trigger.expect == {"riskgate.anonymization.completed"}
+    assert trigger.parameters == DEPLOYMENTS["on-anonymization"]["triggers"][0]["parameters"]

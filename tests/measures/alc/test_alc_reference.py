@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from riskcore.alc import ALCConfig, from_frames, run_alc
-from riskcore.alc.scenarios import auto_scenarios, run_scenarios
-from riskcore.alc.swap import swap_frame
+from riskcore.measures.alc import ALCConfig, from_frames, run_alc
+from riskcore.measures.alc.scenarios import auto_scenarios, run_scenarios
+from riskcore.measures.alc.swap import swap_frame
 
 pytestmark = pytest.mark.slow
 

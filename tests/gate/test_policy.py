@@ -2,7 +2,7 @@
 
 import pytest
 
-from riskcore.policy import CheckVerdict, Verdict, decide, parse_policy
+from riskcore.gate.policy import CheckVerdict, Verdict, decide, parse_policy
 from riskcore.results import MeasureResult, Status, not_computable
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from riskcore.schemas import SCHEMAS, load_schema, validate
+from riskcore.gate.schemas import SCHEMAS, load_schema, validate
 
 
 def test_every_schema_is_a_valid_draft_2020_12_schema():
@@ -24,7 +24,7 @@ def demo_run(tmp_path_factory):
     """The bundled example through the real gate, from the command line."""
     root = Path(__file__).resolve().parents[2]
     out = tmp_path_factory.mktemp("schemas")
-    exe = [sys.executable, "-m", "flows.cli"]
+    exe = [sys.executable, "-m", "riskgate.flows.cli"]
     subprocess.run([*exe, "example", str(out / "data"), "--rows", "1500"], check=True, cwd=root)
     cfg = (root / "examples/gate.yaml").read_text()
     cfg = cfg.replace("../build/demo/", str(out / "data") + "/").replace(
@@ -80,7 +80,7 @@ def test_the_schemas_catch_broken_documents(demo_run):
 
 
 def test_measure_command_json_validates_against_the_measures_schema(demo_run, capsys):
-    from flows.cli import main
+    from riskgate.flows.cli import main
 
     run = demo_run[1]
     released = run.parents[2] / "released.csv"

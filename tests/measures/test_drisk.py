@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from riskcore import Roles, encode_tables
-from riskcore.drisk import drisk
+from riskcore.measures.drisk import drisk
 from riskcore.errors import InputError
 from riskcore.measures import MeasureInputs, run_measure
 

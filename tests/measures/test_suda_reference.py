@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from riskcore import Roles, encode_table
 from riskcore.measures import MeasureInputs, run_measure
-from riskcore.suda import attribute_level_contributions, msu_weights, suda2
+from riskcore.measures.suda import attribute_level_contributions, msu_weights, suda2
 from tests.conftest import TESTDATA_KEYS
 
 FRANC_KEYS = ("Key1", "Key2", "Key3", "Key4")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from riskcore import Roles, encode_table, encode_tables, frequencies, reidentification_risk
-from riskcore.reid import effective_threshold_size
+from riskcore.measures.reid import effective_threshold_size
 from tests.conftest import TESTDATA_KEYS
 
 

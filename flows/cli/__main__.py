@@ -1,0 +1,5 @@
+"""``python -m riskgate.flows.cli``: the riskgate command line."""
+
+from . import run
+
+run()

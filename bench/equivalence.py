@@ -15,10 +15,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import (OUT, SHARED, peer_python, pin_one_core, print_table, replicate,
-                          run_peer, timed)
-from riskcore import (Roles, encode_table, frequencies, k_anonymity, l_diversity,
-                      reidentification_risk, t_closeness)
+from bench.common import (
+    OUT,
+    SHARED,
+    peer_python,
+    pin_one_core,
+    print_table,
+    replicate,
+    run_peer,
+    timed,
+)
+from riskcore import (
+    Roles,
+    encode_table,
+    frequencies,
+    k_anonymity,
+    l_diversity,
+    reidentification_risk,
+    t_closeness,
+)
 
 QI5 = ["age", "sex", "race", "marital-status", "native-country"]
 QI8 = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex",
@@ -51,7 +66,7 @@ def main() -> None:
         big.to_parquet(path, index=False)
         tab5 = encode_table(big, Roles(tuple(QI5), sensitive=tuple(SA)))
         t_enc, _ = timed(encode_table, big, Roles(tuple(QI5), sensitive=tuple(SA)))
-        t_k, k = timed(lambda: k_anonymity(frequencies(tab5)), repeat=3)
+        t_k, k = timed(lambda t=tab5: k_anonymity(frequencies(t)), repeat=3)
         t_l, lres = timed(l_diversity, tab5, repeat=3)
         t_t, tres = timed(t_closeness, tab5, repeat=3)
         peer = run_peer(py, "pycanon_run.py", [str(path), ",".join(QI5), ",".join(SA)],

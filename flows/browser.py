@@ -126,7 +126,7 @@ class _Pipe:
                exe, *CHROMIUM_FLAGS, f"--user-data-dir={user_data_dir}",
                "--remote-debugging-pipe", "about:blank"]
         # Chromium's own log goes to a file: an unread pipe could fill and stall the browser
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(cmd, pass_fds=(to_r, from_w), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=self._log)
         os.close(to_r)

@@ -83,7 +83,7 @@ def prefect_yaml() -> str:
                               "triggers": {}}
     deployments = []
     for name, spec in DEPLOYMENTS.items():
-        d = {"name": name, "entrypoint": ENTRYPOINT, "work_pool": pool}
+        d: dict[str, Any] = {"name": name, "entrypoint": ENTRYPOINT, "work_pool": pool}
         d.update(copy.deepcopy(spec))
         for key in ("schedules", "triggers"):  # one object, referenced: a YAML anchor
             if key in d:

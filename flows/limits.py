@@ -19,8 +19,10 @@ from contextlib import ExitStack
 from typing import Any
 
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import (GlobalConcurrencyLimitCreate,
-                                            GlobalConcurrencyLimitUpdate)
+from prefect.client.schemas.actions import (
+    GlobalConcurrencyLimitCreate,
+    GlobalConcurrencyLimitUpdate,
+)
 from prefect.concurrency.sync import concurrency, rate_limit
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
@@ -57,11 +59,12 @@ def ensure_limit(name: str, limit: int, slot_decay_per_second: float = 0.0) -> N
                 raise
 
 
-def set_limits(gate: int | None = None, trigger_rate: int | None = None) -> dict[str, Any]:
+def set_limits(gate: int | None = None, trigger_rate: int | None = None
+               ) -> dict[str, dict[str, Any] | None]:
     """The administrator's command: create or resize the limits; returns their state."""
     wanted = {GATE_LIMIT: (gate, 0.0),
               TRIGGER_RATE_LIMIT: (trigger_rate, None)}
-    out = {}
+    out: dict[str, dict[str, Any] | None] = {}
     with get_client(sync_client=True) as client:
         for name, (size, decay) in wanted.items():
             if size is not None:

@@ -33,7 +33,7 @@ class ApiUnavailable(RiskgateError):
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: SQLite (WAL) survives it
     except OSError:
         pass
     os.setsid()  # and not in the terminal's process group: ^C reaches the parent only
@@ -71,7 +71,6 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
         port: the port (default: a free one).
     """
     import httpx
-
     import prefect
 
     port = port or _free_port()

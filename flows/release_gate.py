@@ -33,8 +33,7 @@ from riskcore.errors import ConfigError, RiskgateError
 from riskcore.gate.cleanliness import CleanlinessReport
 from riskcore.gate.config import Gate, config_mapping, load_gate
 from riskcore.gate.policy import CheckVerdict, Decision, Verdict
-from riskcore.gate.run import (RunOutcome, error_outcome, error_record, now_iso, run_gate,
-                               write_run)
+from riskcore.gate.run import RunOutcome, error_outcome, error_record, now_iso, run_gate, write_run
 from riskcore.gate.tables import TableInfo
 from riskcore.gate.trigger import TRIGGER_EVENT, TriggerPayload, parse_payload, payload_sha256
 from riskcore.measures import MeasureInputs
@@ -303,7 +302,7 @@ def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
 
 
 @flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
-      task_runner=ThreadPoolTaskRunner(max_workers=4))
+      task_runner=ThreadPoolTaskRunner(max_workers=4))  # type: ignore[arg-type]
 def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
                  trigger: dict[str, Any] | None = None,
                  storage_options: dict[str, Any] | None = None) -> State[Any]:

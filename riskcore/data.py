@@ -83,6 +83,12 @@ class EncodedColumn:
     def n_categories(self) -> int:
         return int(len(self.categories))
 
+    def numbers(self) -> np.ndarray:
+        """The float values of a numeric column (InputError for a categorical one)."""
+        if self.values is None:
+            raise InputError(f"column '{self.name}' is not numeric")
+        return self.values
+
 
 @dataclass(frozen=True)
 class EncodedTable:

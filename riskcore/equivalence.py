@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,14 +43,14 @@ def group_rows(codes: np.ndarray) -> tuple[np.ndarray, int]:
     if m == 0:
         return np.zeros(n, dtype=np.int64), (1 if n else 0)
     key = codes[:, 0].astype(np.int64) + 1
-    card = np.int64(key.max(initial=0) + 1)
+    card = int(key.max(initial=0)) + 1
     for j in range(1, m):
         col = codes[:, j].astype(np.int64) + 1
-        col_card = np.int64(col.max(initial=0) + 1)
-        if card > _INT64_SAFE // max(col_card, 1):
-            key, uniq = pd.factorize(key, sort=False)
-            key = key.astype(np.int64)
-            card = np.int64(len(uniq))
+        col_card = int(col.max(initial=0)) + 1
+        if card > int(_INT64_SAFE) // max(col_card, 1):
+            ids, uniq = pd.factorize(key, sort=False)
+            key = ids.astype(np.int64)
+            card = len(uniq)
         key = key * col_card + col
         card = card * col_card
     ids, uniq = pd.factorize(key, sort=False)
@@ -179,6 +178,7 @@ def frequencies(
             quasi_identifiers=qis, missing=missing, alpha=alpha,
         )
 
+    F0: np.ndarray
     if weights is not None:
         F0 = np.bincount(class_id, weights=weights, minlength=u)
         source = PopulationSource.WEIGHTS

@@ -42,7 +42,7 @@ def where(table: str | None, column: str | None = None) -> str:
     return ", ".join(parts) if parts else "input"
 
 
-def _allowed(err: dict[str, Any]) -> str:
+def _allowed(err: Any) -> str:
     ctx = err.get("ctx") or {}
     expected = ctx.get("expected")
     return f" (allowed: {expected})" if expected else ""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
 from statistics import NormalDist
 
 import numpy as np

@@ -19,7 +19,8 @@ from riskcore.storage import check_storage_options
 from .common import Held, clean_failure
 
 
-def resolve_storage_options(cfg: GateConfig, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def resolve_storage_options(cfg: GateConfig, base: Mapping[str, Any] | None = None
+                            ) -> dict[str, Any]:
     """fsspec options: the caller's (no secrets), the config's (no secrets), then a Prefect
     Secret block's, if named. The block's values are registered for redaction: they never
     appear in a log, an output, an artifact or an event."""
@@ -29,7 +30,8 @@ def resolve_storage_options(cfg: GateConfig, base: Mapping[str, Any] | None = No
         from prefect.blocks.system import Secret
 
         try:
-            secret = Secret.load(cfg.storage.credentials_block).get()
+            block: Any = Secret.load(cfg.storage.credentials_block)
+            secret: Any = block.get()
         except ValueError:
             raise ConfigError(f"storage.credentials_block: no Secret block named "
                               f"'{cfg.storage.credentials_block}'; create it with Prefect "

@@ -8,8 +8,7 @@ import sys
 import time
 
 import pandas as pd
-from anonymeter.evaluators import (InferenceEvaluator, LinkabilityEvaluator,
-                                   SinglingOutEvaluator)
+from anonymeter.evaluators import InferenceEvaluator, LinkabilityEvaluator, SinglingOutEvaluator
 
 d, kind = sys.argv[1], sys.argv[2]
 ori = pd.read_csv(f"{d}/adults_train_reconstructed.csv")

@@ -15,8 +15,17 @@ from rich.table import Table
 
 from riskcore.errors import ConfigError, InputError
 
-from .common import (add_storage_flag, common_columns, config_subset, csv_list, progress_bars,
-                     read_frames, result_console, storage_options, write_json)
+from .common import (
+    add_storage_flag,
+    common_columns,
+    config_subset,
+    csv_list,
+    progress_bars,
+    read_frames,
+    result_console,
+    storage_options,
+    write_json,
+)
 
 ALC_SCHEMA = "riskgate.alc/1"
 ALC_SET_SCHEMA = "riskgate.alc-set/1"

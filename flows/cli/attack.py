@@ -13,9 +13,19 @@ from typing import Any
 
 from riskcore.errors import ConfigError
 
-from .common import (add_storage_flag, common_columns, config_subset, csv_list,
-                     prepared_inputs, print_results, progress_bars, read_frames,
-                     result_console, storage_options, write_json)
+from .common import (
+    add_storage_flag,
+    common_columns,
+    config_subset,
+    csv_list,
+    prepared_inputs,
+    print_results,
+    progress_bars,
+    read_frames,
+    result_console,
+    storage_options,
+    write_json,
+)
 
 ATTACK_SCHEMA = "riskgate.attack/1"
 KINDS = {"singling-out": "singling_out", "linkability": "linkability", "inference": "inference"}

@@ -74,8 +74,14 @@ def progress_bars() -> Iterator[None]:
 
     Drawn on stderr and only on a terminal; pipelines see nothing of them.
     """
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from riskcore import progress
 

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                                  cluster_kwargs={"n_workers": args.dask_local,
                                                  "threads_per_worker": 1,
                                                  "dashboard_address": None}))
-        flow_fn = release_gate.with_options(task_runner=runner)
+        flow_fn = release_gate.with_options(task_runner=runner)  # type: ignore[arg-type]
     console.print(f"release gate [bold]{gate.config.release_id}[/]: running...")
     with prefect_api(), progress_bars():
         state = flow_fn(config=args.config, overrides=over, storage_options=options,

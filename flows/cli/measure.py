@@ -14,8 +14,18 @@ from typing import Any
 
 from riskcore.errors import ConfigError
 
-from .common import (add_storage_flag, config_subset, console, csv_list, prepared_inputs,
-                     print_results, progress_bars, result_console, storage_options, write_json)
+from .common import (
+    add_storage_flag,
+    config_subset,
+    console,
+    csv_list,
+    prepared_inputs,
+    print_results,
+    progress_bars,
+    result_console,
+    storage_options,
+    write_json,
+)
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -104,9 +104,11 @@ def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str
 def _gx_context():
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     import great_expectations as gx
-    from great_expectations.data_context.types.base import (DataContextConfig,
-                                                            InMemoryStoreBackendDefaults,
-                                                            ProgressBarsConfig)
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
 
     config = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults(),
                                progress_bars=ProgressBarsConfig(globally=False),

@@ -16,14 +16,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError,
-                      field_validator, model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from ..roles import ColumnType, MissingPolicy, Roles
 from ..errors import ConfigError, RiskgateError, config_error
 from ..measures import BY_NAME, family
 from ..measures.family import Params
 from ..redact import redact_text, urls_with_credentials
+from ..roles import ColumnType, MissingPolicy, Roles
 from ..storage import check_storage_options, check_url, parent, resolve
 from .documents import read_document
 from .policy import Policy, load_policy
@@ -127,8 +134,8 @@ class TablesConfig(_Model):
     missing: MissingPolicy = MissingPolicy.OWN
     alpha: float = Field(1.0, ge=0.0, le=1.0)
     seed: int = Field(0, ge=0, le=2**63 - 1)
-    read: ReadOptions = Field(default_factory=ReadOptions)
-    limits: Limits = Field(default_factory=Limits)
+    read: ReadOptions = Field(default_factory=lambda: ReadOptions())
+    limits: Limits = Field(default_factory=lambda: Limits())
 
     @model_validator(mode="after")
     def _urls(self) -> TablesConfig:
@@ -162,10 +169,10 @@ class GateConfig(TablesConfig):
         default_factory=lambda: {"k_anonymity": BY_NAME["k_anonymity"].parse({}),
                                  "reid": BY_NAME["reid"].parse({})})
     policy: str | dict[str, Any]
-    storage: Storage = Field(default_factory=Storage)
+    storage: Storage = Field(default_factory=lambda: Storage())
     review: Literal["none", "pause"] = "none"
     review_timeout_s: int = Field(3600, ge=1, le=30 * 24 * 3600)
-    report: ReportOptions = Field(default_factory=ReportOptions)
+    report: ReportOptions = Field(default_factory=lambda: ReportOptions())
 
     @field_validator("measures", mode="before")
     @classmethod
@@ -203,6 +210,10 @@ class GateConfig(TablesConfig):
         return redact(self.model_dump(mode="json", by_alias=False))  # type: ignore[no-any-return]
 
 
+#: where a config comes from: a path, an fsspec URL, or the mapping itself
+Source = str | os.PathLike[str] | Mapping[str, Any]
+
+
 @dataclass(frozen=True)
 class Gate:
     """A loaded, validated gate: its config, its policy and the measures it will run.
@@ -217,7 +228,7 @@ class Gate:
     source: str
 
 
-def config_mapping(source: str | os.PathLike[str] | Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
+def config_mapping(source: Source, overrides: Mapping[str, Any] | None = None,
                    storage_options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any],
                                                                               str]:
     """The raw config mapping with overrides applied and relative paths resolved."""
@@ -252,7 +263,7 @@ def config_mapping(source: str | os.PathLike[str] | Mapping[str, Any], overrides
     return data, name
 
 
-def load_config(source: str | os.PathLike[str] | Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
+def load_config(source: Source, overrides: Mapping[str, Any] | None = None,
                 storage_options: Mapping[str, Any] | None = None) -> GateConfig:
     """Load and validate a gate config (see :func:`load_gate` for the policy too)."""
     data, name = config_mapping(source, overrides, storage_options)
@@ -271,7 +282,7 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any], overrides: M
         raise ConfigError(f"{name}: {str(exc).removeprefix('gate config: ')}") from None
 
 
-def load_gate(source: str | os.PathLike[str] | Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
+def load_gate(source: Source, overrides: Mapping[str, Any] | None = None,
               storage_options: Mapping[str, Any] | None = None) -> Gate:
     """Config, policy and the validated measures of one gate run; no table is read.
 

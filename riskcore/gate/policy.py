@@ -285,46 +285,47 @@ def decide(policy: Policy, results: Mapping[str, MeasureResult],
     for check in policy.checks:
         name = check.measure
         thr = check.threshold_text()
-        bounds = {"min": check.min, "max": check.max}
+        lo, hi = check.min, check.max
         if name in errors:
             outcomes.append(CheckOutcome(check.id, check.figure, None, thr, CheckVerdict.ERROR,
-                                         f"measure '{name}' failed: {errors[name]}", **bounds))
+                                         f"measure '{name}' failed: {errors[name]}",
+                                         min=lo, max=hi))
             continue
         result = results.get(name)
         if result is None:
             why = unavailable.get(name, f"measure '{name}' was not run")
             outcomes.append(CheckOutcome(check.id, check.figure, None, thr,
-                                         CheckVerdict.INSUFFICIENT, why, **bounds))
+                                         CheckVerdict.INSUFFICIENT, why, min=lo, max=hi))
             continue
         if result.status is not Status.OK:
             outcomes.append(CheckOutcome(
                 check.id, check.figure, None, thr, CheckVerdict.INSUFFICIENT,
                 f"{name}: {result.status.value}: {result.reason or 'no reason given'}",
-                **bounds))
+                min=lo, max=hi))
             continue
         value = result.figures.get(check.figure_name)
         if value is None or not math.isfinite(float(value)):
             outcomes.append(CheckOutcome(check.id, check.figure, None, thr,
                                          CheckVerdict.INSUFFICIENT,
                                          _unavailable_reason(result, check.figure_name),
-                                         **bounds))
+                                         min=lo, max=hi))
             continue
-        verdict = check.evaluate(float(value))
+        check_verdict = check.evaluate(float(value))
         message = {CheckVerdict.PASS: "within the threshold",
                    CheckVerdict.REVIEW: "in the review band: a person must decide",
-                   CheckVerdict.FAIL: "outside the threshold"}[verdict]
-        outcomes.append(CheckOutcome(check.id, check.figure, float(value), thr, verdict,
-                                     message, **bounds))
+                   CheckVerdict.FAIL: "outside the threshold"}[check_verdict]
+        outcomes.append(CheckOutcome(check.id, check.figure, float(value), thr, check_verdict,
+                                     message, min=lo, max=hi))
     for name, alarm in (alarms or {}).items():
         result = results.get(name)
         if name in policy.measures or result is None or result.status is not Status.OK:
             continue
-        why = alarm(result)
-        if why:
+        alarm_text = alarm(result)
+        if alarm_text:
             outcomes.append(CheckOutcome(
                 f"{name}.alarm", f"{name}.alarm", None, "no check in the policy",
-                CheckVerdict.REVIEW, f"{why}; the policy has no check on '{name}', so a person "
-                "must decide (add a check to the policy)", kind="alarm"))
+                CheckVerdict.REVIEW, f"{alarm_text}; the policy has no check on '{name}', so a "
+                "person must decide (add a check to the policy)", kind="alarm"))
 
     reasons = [f"measure '{name}' failed: {msg}" for name, msg in errors.items()
                if name not in policy.measures]

@@ -427,7 +427,7 @@ def _sequence(run: _Run) -> Decision:
         return fixed_decision(Verdict.REJECTED, ["data not clean: " + line
                                                  for line in report.summary_lines()])
     inputs = run.timed("encode", lambda: steps.encode(gate, frames))
-    del frames
+    frames.clear()  # the encoded arrays are all the measures need
     results, errors = run.timed("measures", lambda: steps.measures(gate, inputs))
     alarms = {name: BY_NAME[name].alarm for name in results if BY_NAME[name].alarm}
     decision = run.timed("decide", lambda: decide(gate.policy, results, errors, {},

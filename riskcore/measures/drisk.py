@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ..roles import Roles
 from ..errors import ConfigError, InputError
 from ..results import MeasureResult, not_computable
+from ..roles import Roles
 from .family import MeasureFamily, MeasureInputs, Params
 
 DEFAULT_K = 0.05
@@ -92,8 +92,8 @@ def _run(inputs: MeasureInputs, params: DriskParams) -> MeasureResult:
     if rel.n != ori.n:
         return not_computable("drisk", f"dRisk needs the released table row-aligned with the "
                               f"original ({rel.n} vs {ori.n} rows)")
-    x = np.column_stack([ori.column(c).values for c in cols])
-    xm = np.column_stack([rel.column(c).values for c in cols])
+    x = np.column_stack([ori.column(c).numbers() for c in cols])
+    xm = np.column_stack([rel.column(c).numbers() for c in cols])
     return drisk(x, xm, list(cols), params.k)
 
 

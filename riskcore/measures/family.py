@@ -17,8 +17,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError, config_error
-from ..roles import MissingPolicy, Roles
 from ..results import MeasureResult, not_computable
+from ..roles import MissingPolicy, Roles
 
 if TYPE_CHECKING:
     from ..data import EncodedTable

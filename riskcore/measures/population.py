@@ -22,11 +22,9 @@ reported as such with the reason, never as 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
-
 from typing import Literal
 
+import numpy as np
 from pydantic import Field
 
 from ..errors import ConfigError
@@ -188,14 +186,15 @@ def snb(class_sizes: np.ndarray, N: float, tol: float = 1e-10, max_iter: int = 2
                     F = equations(a, b)
                     if not np.all(np.isfinite(F)):
                         break
-                    h = 1e-7
-                    J = np.column_stack([(equations(a + h * max(1, a), b) - F) / (h * max(1, a)),
-                                         (equations(a, b + h * b) - F) / (h * b)])
+                    step = 1e-7
+                    J = np.column_stack([
+                        (equations(a + step * max(1, a), b) - F) / (step * max(1, a)),
+                        (equations(a, b + step * b) - F) / (step * b)])
                     try:
-                        step = np.linalg.solve(J, F)
+                        delta = np.linalg.solve(J, F)
                     except np.linalg.LinAlgError:
                         break
-                    a, b = a - step[0], b - step[1]
+                    a, b = a - delta[0], b - delta[1]
                     if not (a > 0 and 0 < b < 1):
                         break
                     if np.all(np.abs(equations(a, b)) <= tol * max(c1, 1.0)):

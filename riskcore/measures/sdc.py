@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
-
 from pydantic import Field
 
 from ..equivalence import ClassFrequencies, PopulationSource

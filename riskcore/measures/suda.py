@@ -32,14 +32,13 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-
 from pydantic import Field
 
 from .. import progress
-from ..roles import Roles
 from ..equivalence import group_rows
 from ..errors import ConfigError
 from ..results import MeasureResult
+from ..roles import Roles
 from .family import MeasureFamily, MeasureInputs, Params
 
 DEFAULT_DIS_FRACTION = 0.01

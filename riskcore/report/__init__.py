@@ -68,7 +68,7 @@ def render_report(decision: dict[str, Any], measures: list[dict[str, Any]],
     checks = decision.get("checks", [])
     roles = decision.get("roles") or {}
     hidden = set(roles.get("sensitive") or ()) | set(roles.get("direct_identifiers") or ())
-    sections = []
+    sections: list[dict[str, Any]] = []
     for key, title, names in views.sections():
         present = [by_name[n] for n in names if n in by_name]
         if present:

@@ -192,11 +192,11 @@ def sdc_view(by_name: Mapping[str, Mapping[str, Any]], per_record: pd.DataFrame 
                 continue
             top = 10
             vals = np.minimum(ls.astype(np.int64), top)
-            counts = np.bincount(vals, minlength=top + 1)[1:]
+            per_l = np.bincount(vals, minlength=top + 1)[1:]
             labels = [str(i) for i in range(1, top)] + [f"{top}+"]
             out["plots"].append(plots.bar_chart(
                 f"l-diversity-{s}", f"Distinct l-diversity of '{s}' per record", labels,
-                counts.tolist(), xlabel="distinct sensitive values in the record's class",
+                per_l.tolist(), xlabel="distinct sensitive values in the record's class",
                 ylabel="records", highlight=[i == 0 for i in range(top)],
                 caption=f"Records by the number of distinct '{s}' values in their class; red: "
                         "l = 1 (the class reveals the value)."))

@@ -97,8 +97,12 @@ def test_dask_local_cluster_gives_the_same_decision_and_figures(example_files, t
 
 def test_paused_review_resumed_with_approval_ends_approved(example_files, tmp_path):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterName,
-                                                FlowRunFilterState, FlowRunFilterStateType)
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
     from prefect.flow_runs import resume_flow_run
 

@@ -165,8 +165,12 @@ def test_the_report_is_one_click_away(ops):
 
 def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterName,
-                                                FlowRunFilterState, FlowRunFilterStateType)
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
     from prefect.flow_runs import resume_flow_run
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from riskcore import (ConfigError, InputError, Roles, encode_table, encode_tables, frequencies)
+from riskcore import ConfigError, InputError, Roles, encode_table, encode_tables, frequencies
 from riskcore.gate.config import load_config as load_gate_config
 from riskcore.gate.policy import load_policy, parse_policy
 from riskcore.gate.tables import read_table

@@ -8,8 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from riskcore import (ColumnType, Roles, encode_table, frequencies, k_anonymity, l_diversity,
-                      t_closeness)
+from riskcore import (
+    ColumnType,
+    Roles,
+    encode_table,
+    frequencies,
+    k_anonymity,
+    l_diversity,
+    t_closeness,
+)
 from tests.conftest import TESTDATA_KEYS
 
 KINDS = [("distinct_l", "Distinct"), ("entropy_l", "Entropy"), ("recursive_l", "Recursive")]

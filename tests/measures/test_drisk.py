@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from riskcore import Roles, encode_tables
-from riskcore.measures.drisk import drisk
 from riskcore.errors import InputError
 from riskcore.measures import MeasureInputs, run_measure
+from riskcore.measures.drisk import drisk
 
 
 def oracle(x: np.ndarray, xm: np.ndarray, k: float) -> float:

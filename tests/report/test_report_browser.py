@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from markupsafe import escape
 
-from riskgate.flows.browser import check_page, find_chromium
-from riskcore.report.views import advice
 from riskcore.gate.schemas import validate
+from riskcore.report.views import advice
+from riskgate.flows.browser import check_page, find_chromium
 from tests.conftest import gate_config, run_gate_flow
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

@@ -11,12 +11,17 @@ import pytest
 
 from riskcore import Roles, encode_table, progress
 from riskcore.errors import ConfigError
-from riskcore.measures import MeasureInputs, run_measure
+from riskcore.measures import BY_NAME, MeasureInputs, run_measure
 from riskcore.report import plots, render_report
 from riskcore.report.riskiest import example_records
-from riskcore.measures import BY_NAME
-from riskcore.report.views import (INSUFFICIENT_ADVICE, RISK_LABELS, advice, alc_view,
-                                   check_threshold, size_buckets)
+from riskcore.report.views import (
+    INSUFFICIENT_ADVICE,
+    RISK_LABELS,
+    advice,
+    alc_view,
+    check_threshold,
+    size_buckets,
+)
 from riskcore.stats import risk_band_counts
 
 

@@ -109,16 +109,24 @@ class _Features:
         return X, np.asarray(mask, dtype=bool)
 
 
-def _sklearn_model(name: str, seed: int, cat_mask: np.ndarray | None) -> Any:
-    from sklearn.ensemble import (ExtraTreesClassifier, HistGradientBoostingClassifier,
-                                  RandomForestClassifier)
+def _sklearn_model(name: str, seed: int, cat_mask: np.ndarray | None,
+                   smallest_class: int = 2) -> Any:
+    """A candidate model. HistGradientBoosting stops early on a stratified validation split,
+    which needs two members of every class: with a one-member class it fits without early
+    stopping (scikit-learn would refuse the split)."""
+    from sklearn.ensemble import (
+        ExtraTreesClassifier,
+        HistGradientBoostingClassifier,
+        RandomForestClassifier,
+    )
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     if name == "hist_gradient_boosting":
         return HistGradientBoostingClassifier(
-            max_iter=100, early_stopping=True, n_iter_no_change=10, validation_fraction=0.1,
+            max_iter=100, early_stopping=smallest_class >= 2, n_iter_no_change=10,
+            validation_fraction=0.1,
             categorical_features=cat_mask if cat_mask is not None and cat_mask.any() else None,
             random_state=seed)
     if name == "random_forest":
@@ -148,6 +156,7 @@ class BaselineModel:
         y = self.data.codes[self.data.original][self.secret][rows]
         self._majority = int(np.bincount(y).argmax())
         if self.name == "one_to_one":
+            assert self.one_to_one_column is not None
             col = self.data.codes[self.data.original][self.one_to_one_column][rows]
             self._map = _mode_per_value(col, y, len(self.data.labels[self.one_to_one_column]),
                                         len(self.data.labels[self.secret]))
@@ -155,7 +164,8 @@ class BaselineModel:
         self._features = _Features(self.data, self.known, rows)
         one_hot = self.name != "hist_gradient_boosting"
         X, mask = self._features.dense(rows, one_hot=one_hot)
-        self._model = _sklearn_model(self.name, self.seed, None if one_hot else mask)
+        self._model = _sklearn_model(self.name, self.seed, None if one_hot else mask,
+                                     smallest_class=int(np.bincount(y)[np.bincount(y) > 0].min()))
         if len(np.unique(y)) == 1:
             self._model = None  # a constant: every prediction is that value
             return self
@@ -165,7 +175,7 @@ class BaselineModel:
     def predict(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = len(rows)
         if self.name == "one_to_one":
-            assert self._map is not None
+            assert self._map is not None and self.one_to_one_column is not None
             col = self.data.codes[self.data.original][self.one_to_one_column][rows]
             pred = self._map[col + 1]
             known = pred >= 0

@@ -150,12 +150,12 @@ class BestRowMatch:
             uk, idx = np.unique(key, return_index=True)
             first[uk] = np.minimum(first[uk], c[idx] + offset)
             offset += len(self._secret[t])
-        counts = counts.reshape(b, K)
-        first = first.reshape(b, K)
-        total = counts.sum(axis=1)
-        top = counts.max(axis=1)
-        # modal value; ties -> the value met first (table order, then row order)
-        tie_rank = np.where(counts == top[:, None], first, np.iinfo(np.int64).max)
+        counts2 = counts.reshape(b, K)
+        first2 = first.reshape(b, K)
+        total = counts2.sum(axis=1)
+        top = counts2.max(axis=1)
+        # modal value; ties -> the value met first2 (table order, then row order)
+        tie_rank = np.where(counts2 == top[:, None], first2, np.iinfo(np.int64).max)
         pred = np.argmin(tie_rank, axis=1).astype(np.int64)
         ok = total > 0
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -184,9 +184,9 @@ def from_encoded(tables: Sequence[EncodedTable], columns: Sequence[str] | None =
                 raise InputError(f"ALC: {where(ori.name, c)} is declared continuous but is not "
                                  "numeric; declare it categorical")
             kinds[c] = types[c]
-        elif col.type is ColumnType.CONTINUOUS:
-            kinds[c] = CONTINUOUS
-        elif col.type is ColumnType.INTEGER and col.values is not None and is_smooth(col.values):
+        elif col.type is ColumnType.CONTINUOUS or (
+                col.type is ColumnType.INTEGER and col.values is not None
+                and is_smooth(col.values)):
             kinds[c] = CONTINUOUS
         else:
             kinds[c] = CATEGORICAL
@@ -207,7 +207,7 @@ def from_encoded(tables: Sequence[EncodedTable], columns: Sequence[str] | None =
             labels[c] = np.array([f"{edges[i]:.6g}..{edges[i + 1]:.6g}" for i in range(bins)],
                                  dtype=object)
             for t in present:
-                v = t.column(c).values
+                v = t.column(c).numbers()
                 values[t.name][c] = v
                 codes[t.name][c] = _bin(v, edges)
         else:

@@ -50,9 +50,20 @@ from ...results import to_jsonable
 from .baseline import DEFAULT_MODELS, BaselineModel, BaselineSelection, select_baseline
 from .brm import BestRowMatch, Predictions
 from .inputs import ALCData
+from .prc import (
+    LOOSE_WIDTH,
+    TIGHT_WIDTH,
+    PRCParams,
+    PRPoint,
+    alc,
+    alc_from_pr,
+    band,
+    best_prc,
+    exposed_group,
+    prc,
+    prc_table,
+)
 from .swap import swap_arrays
-from .prc import (LOOSE_WIDTH, TIGHT_WIDTH, PRCParams, PRPoint, alc, alc_from_pr, band,
-                  best_prc, exposed_group, prc, prc_table)
 
 INSUFFICIENT = "insufficient_evidence"
 
@@ -86,7 +97,7 @@ class PerTargetAttack:
                     known[c] = float(self.data.values[t][c][row])
                 else:
                     code = int(self.data.codes[t][c][row])
-                    known[c] = None if code < 0 else self.data.labels[c][code]
+                    known[c] = None if code < 0 else self.data.labels[c][code]  # type: ignore[assignment]
             answer = self.fn(known)
             if answer is None:
                 continue

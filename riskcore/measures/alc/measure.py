@@ -10,9 +10,9 @@ import numpy as np
 from pydantic import Field
 
 from ... import progress
-from ...roles import Roles
 from ...errors import ConfigError
 from ...results import MeasureResult, Status, not_computable
+from ...roles import Roles
 from ..family import MeasureFamily, MeasureInputs, Params
 from .baseline import DEFAULT_MODELS
 from .inputs import from_encoded

@@ -176,8 +176,8 @@ def _point(conf_sorted: np.ndarray, correct_sorted: np.ndarray, threshold: float
            total: int, recall_scale: float, params: PRCParams) -> PRPoint:
     n = int(np.count_nonzero(conf_sorted >= threshold))
     c = int(np.count_nonzero(correct_sorted[:n]))
-    lo, hi = wilson_bounds(c, n, params.confidence_level)
-    lo, hi = float(lo), float(hi)
+    bounds = wilson_bounds(c, n, params.confidence_level)
+    lo, hi = float(bounds[0]), float(bounds[1])
     precision = round(lo + (hi - lo) / 2.0, 4)
     recall = round(n / total * recall_scale, 4)
     return PRPoint(threshold=float(threshold), n=n, correct=c, precision_measured=c / n,

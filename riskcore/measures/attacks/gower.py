@@ -50,7 +50,7 @@ def prepare(tables: Sequence[EncodedTable], columns: Sequence[str],
     for t, r in zip(tables, rows):
         sel = slice(None) if r is None else r
         n = t.n if r is None else len(r)
-        nums.append(np.column_stack([t.column(c).values[sel] for c in num_cols])
+        nums.append(np.column_stack([t.column(c).numbers()[sel] for c in num_cols])
                     if num_cols else np.empty((n, 0)))
         cats.append(np.column_stack([t.column(c).codes[sel] for c in cat_cols]).astype(np.int32)
                     if cat_cols else np.empty((n, 0), dtype=np.int32))

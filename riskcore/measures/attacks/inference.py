@@ -24,8 +24,15 @@ from ...results import MeasureResult
 from ...roles import Roles
 from ...stats import privacy_risk, wilson
 from ..family import MeasureFamily, MeasureInputs, Params
-from .common import (DEFAULT_N_ATTACKS, attack_alarm, attack_figures, attack_result,
-                     check_attack_columns, overlap_warning, sample_rows)
+from .common import (
+    DEFAULT_N_ATTACKS,
+    attack_alarm,
+    attack_figures,
+    attack_result,
+    check_attack_columns,
+    overlap_warning,
+    sample_rows,
+)
 from .gower import kneighbors, prepare
 
 if TYPE_CHECKING:
@@ -35,9 +42,14 @@ if TYPE_CHECKING:
 DEFAULT_TOLERANCE = 0.05
 
 
-def _correct(guess_codes, guess_vals, true_codes, true_vals, regression: bool,
-             tolerance: float) -> np.ndarray:
-    if regression and guess_vals is not None:
+Side = tuple[np.ndarray, "np.ndarray | None"]
+
+
+def _correct(guess: Side, true: Side, regression: bool, tolerance: float) -> np.ndarray:
+    """Right guesses: equal codes, or (regression) a value within the tolerance."""
+    guess_codes, guess_vals = guess
+    true_codes, true_vals = true
+    if regression and guess_vals is not None and true_vals is not None:
         both_nan = np.isnan(guess_vals) & np.isnan(true_vals)
         with np.errstate(invalid="ignore"):
             close = np.abs(guess_vals - true_vals) <= tolerance * (np.abs(guess_vals) + 1e-12)
@@ -86,21 +98,22 @@ def inference(
 
     sc = {name: t.column(secret) for name, t in tables.items()}
 
-    def vals(name, idx):
+    def vals(name: str, idx: np.ndarray) -> Side:
         col = sc[name]
         return col.codes[idx], (None if col.values is None else col.values[idx])
 
-    def guesses(queries) -> np.ndarray:
+    def guesses(queries: Any) -> np.ndarray:
         return kneighbors(queries, mats[0], 1)[0][:, 0]
 
     g = guesses(mats[1])
-    ok_main = _correct(*vals("released", g), *vals("original", targets), regression, tolerance)
-    ok_base = _correct(*vals("released", base_rows), *vals("original", targets[:n_base]),
+    ok_main = _correct(vals("released", g), vals("original", targets), regression, tolerance)
+    ok_base = _correct(vals("released", base_rows), vals("original", targets[:n_base]),
                        regression, tolerance)
     ok_ctrl = None
     if control is not None:
         gc = guesses(mats[2])
-        ok_ctrl = _correct(*vals("released", gc), *vals("control", ctrl_targets), regression,
+        assert ctrl_targets is not None
+        ok_ctrl = _correct(vals("released", gc), vals("control", ctrl_targets), regression,
                            tolerance)
     main = wilson(int(ok_main.sum()), n_ori)
     base = wilson(int(ok_base.sum()), n_base)
@@ -112,9 +125,10 @@ def inference(
         true_ctrl = None if ok_ctrl is None else sc["control"].codes[ctrl_targets]
         for code in np.unique(true_main):
             sel = true_main == code
-            entry = {"n_targets": int(sel.sum()), "n_attack": int(ok_main[sel].sum())}
+            entry: dict[str, Any] = {"n_targets": int(sel.sum()),
+                                     "n_attack": int(ok_main[sel].sum())}
             r_ctrl = None
-            if true_ctrl is not None and (true_ctrl == code).any():
+            if true_ctrl is not None and ok_ctrl is not None and (true_ctrl == code).any():
                 csel = true_ctrl == code
                 entry.update({"n_control_targets": int(csel.sum()),
                               "n_control": int(ok_ctrl[csel].sum())})

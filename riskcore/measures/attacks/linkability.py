@@ -20,8 +20,15 @@ from ...results import MeasureResult
 from ...roles import Roles
 from ...stats import wilson
 from ..family import MeasureFamily, MeasureInputs, Params
-from .common import (DEFAULT_N_ATTACKS, attack_alarm, attack_figures, attack_result,
-                     check_attack_columns, overlap_warning, sample_rows)
+from .common import (
+    DEFAULT_N_ATTACKS,
+    attack_alarm,
+    attack_figures,
+    attack_result,
+    check_attack_columns,
+    overlap_warning,
+    sample_rows,
+)
 from .gower import kneighbors, prepare
 
 if TYPE_CHECKING:
@@ -98,7 +105,8 @@ def linkability(
     for k in range(1, n_neighbors + 1):
         main = int(_linked(a_main, b_main, k).sum())
         base = int(_linked(base_a, base_b, k).sum())
-        ctrl = None if a_ctrl is None else int(_linked(a_ctrl, b_ctrl, k).sum())
+        ctrl = None if a_ctrl is None or b_ctrl is None else int(
+            _linked(a_ctrl, b_ctrl, k).sum())
         by_k[k] = (main, base, ctrl)
 
     def result_for(k: int) -> MeasureResult:
@@ -123,7 +131,7 @@ def risk_for_k(result: MeasureResult, k: int) -> tuple[float, tuple[float, float
     counts = result.details["by_k"].get(str(k))
     if counts is None:
         raise ConfigError(f"k = {k} was not searched (up to {result.parameters['n_neighbors']})")
-    n = int(result.figures["n_attacks"])
+    n = int(result.figures["n_attacks"] or 0)
     ctrl = None if counts["n_control"] is None else wilson(counts["n_control"], n)
     r = privacy_risk(wilson(counts["n_attack"], n), ctrl)
     return r.value, r.ci

@@ -35,8 +35,15 @@ from ...results import MeasureResult
 from ...roles import Roles
 from ...stats import wilson
 from ..family import MeasureFamily, MeasureInputs, Params
-from .common import (DEFAULT_N_ATTACKS, attack_alarm, attack_figures, attack_result,
-                     check_attack_columns, dedup_rows, overlap_warning)
+from .common import (
+    DEFAULT_N_ATTACKS,
+    attack_alarm,
+    attack_figures,
+    attack_result,
+    check_attack_columns,
+    dedup_rows,
+    overlap_warning,
+)
 
 if TYPE_CHECKING:
     from ...data import EncodedTable

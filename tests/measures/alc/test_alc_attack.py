@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
+from riskcore.errors import InputError
 from riskcore.measures.alc import ALCConfig, PerTargetAttack, from_frames, run_alc
 from riskcore.measures.alc.scenarios import all_secrets, auto_known_sets, summarize
 from riskcore.measures.alc.targets import select_targets
-from riskcore.errors import InputError
 
 from .planted import KNOWN, original, released
 

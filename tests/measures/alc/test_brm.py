@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from riskcore.errors import ConfigError, InputError
 from riskcore.measures.alc import BestRowMatch, from_frames
 from riskcore.measures.alc.inputs import is_smooth
 from riskcore.measures.alc.targets import select_targets
-from riskcore.errors import ConfigError, InputError
 
 
 def _tables(seed: int):

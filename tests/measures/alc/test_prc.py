@@ -9,9 +9,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from riskcore.measures.alc.prc import (PRCParams, alc, alc_from_pr, band, best_prc, exposed_group, prc,
-                              prc_table, probabilistic_precision, recall_pretargeted,
-                              recall_pretargeted_population, recall_random, wilson_bounds)
+from riskcore.measures.alc.prc import (
+    PRCParams,
+    alc,
+    alc_from_pr,
+    band,
+    best_prc,
+    exposed_group,
+    prc,
+    prc_table,
+    probabilistic_precision,
+    recall_pretargeted,
+    recall_pretargeted_population,
+    recall_random,
+    wilson_bounds,
+)
 from riskcore.stats import wilson
 
 ALPHA2 = PRCParams(alpha=2.0)

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from riskcore.errors import ConfigError
 from riskcore.measures.attacks.common import encode_attack_tables
 from riskcore.measures.attacks.gower import distances, kneighbors, prepare
 from riskcore.measures.attacks.inference import inference
 from riskcore.measures.attacks.linkability import linkability, risk_for_k
 from riskcore.measures.attacks.singling_out import singling_out
-from riskcore.errors import ConfigError
 from riskcore.stats import Rate, privacy_risk, wilson, z_score
 
 AUX_A = ["type_employer", "education", "hr_per_week", "capital_loss", "capital_gain"]

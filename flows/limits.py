@@ -14,6 +14,7 @@ log every :data:`WAIT_TICK_S` seconds, and gives up with an error after ``wait_s
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from contextlib import ExitStack
 from typing import Any
@@ -111,34 +112,39 @@ class GateSlot:
 
     def acquire(self) -> None:
         started = time.monotonic()
-        while True:
-            stack = ExitStack()
-            try:
-                stack.enter_context(concurrency(GATE_LIMIT, occupy=1,
-                                                timeout_seconds=WAIT_TICK_S,
-                                                lease_duration=LEASE_S, strict=False,
-                                                raise_on_lease_renewal_failure=False))
-            except TimeoutError:
-                stack.close()
-                waited = time.monotonic() - started
-                if waited >= self.wait_s:
-                    raise SlotTimeout(
-                        f"no gate slot became free in {waited:.0f} s (limit '{GATE_LIMIT}': all "
-                        "slots in use); try again later or raise it with 'riskgate limits "
-                        "--gate N'") from None
+        done = threading.Event()
+
+        def tell() -> None:  # says so in the log while the acquisition blocks
+            while not done.wait(WAIT_TICK_S):
                 self.log.info("waiting for a gate slot: all slots of '%s' are in use "
-                              "(%.0f s so far)", GATE_LIMIT, waited)
-                continue
-            self._stack = stack
-            self._since = time.time()
-            self.waited += time.monotonic() - started
-            return
+                              "(%.0f s so far)", GATE_LIMIT, time.monotonic() - started)
+
+        teller = threading.Thread(target=tell, daemon=True)
+        teller.start()
+        stack = ExitStack()
+        try:
+            stack.enter_context(concurrency(GATE_LIMIT, occupy=1, timeout_seconds=self.wait_s,
+                                            lease_duration=LEASE_S, strict=False,
+                                            raise_on_lease_renewal_failure=False))
+        except TimeoutError:
+            stack.close()
+            raise SlotTimeout(
+                f"no gate slot became free in {self.wait_s:.0f} s (limit '{GATE_LIMIT}': all "
+                "slots in use); try again later or raise it with 'riskgate limits --gate N'"
+            ) from None
+        finally:
+            done.set()
+        self._stack = stack
+        self._since = time.time()
+        self.waited += time.monotonic() - started
 
     def release(self) -> None:
         if self._stack is not None:
+            # the span recorded lies inside the true hold: from after the grant to before
+            # the release (so that spans of two gates never overlap because of the clock)
+            self.held.append((self._since, time.time()))
             self._stack.close()
             self._stack = None
-            self.held.append((self._since, time.time()))
 
     def __enter__(self) -> GateSlot:
         self.acquire()

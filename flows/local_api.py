@@ -74,8 +74,10 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
     import prefect
 
     port = port or _free_port()
-    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-           "PREFECT__SERVER_FINAL": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    # a full server (not Prefect's ephemeral mode): its services run, the one that reclaims
+    # the gate slot of a killed gate (the lease repossessor) among them
+    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_SERVER_SERVICES_REPOSSESSOR_LOOP_SECONDS": "5"}
     env.pop("PREFECT_API_URL", None)
     if home:
         env["PREFECT_HOME"] = home

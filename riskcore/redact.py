@@ -42,7 +42,7 @@ CREDENTIAL_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_
                   "PREFECT_API_KEY", "MINIO_ROOT_PASSWORD")
 
 _known: set[str] = set()
-_lock = threading.Lock()
+_lock = threading.RLock()  # register() recurses into nested values
 
 
 def _normal(key: str) -> str:

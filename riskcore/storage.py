@@ -105,6 +105,10 @@ class Blob:
     compression: str | None
 
 
+TABLE_TOO_LARGE = ("raise limits.max_table_mb in the config, or store the table as Parquet so "
+                   "only the needed columns are read")
+
+
 def _unreachable(what: str, url: str, exc: BaseException) -> StorageError:
     return StorageError(f"{what}: cannot reach '{redact_text(url)}': "
                         f"{type(exc).__name__}: {redact_text(str(exc))[:300]}")
@@ -154,8 +158,11 @@ def _decompress(raw: bytes, kind: str, limit: int, what: str, shown: str) -> byt
 
 
 def read_bytes(url: str, options: Mapping[str, Any] | None, *, max_bytes: int,
-               what: str) -> Blob:
+               what: str, too_large: str | None = None) -> Blob:
     """Read a whole object, decompressed, never more than ``max_bytes`` after decompression.
+
+    Args:
+        too_large: what to do when the object is over ``max_bytes`` (default: the table limit).
 
     Raises:
         InputError: the object does not exist, is a directory, or is too large.
@@ -176,8 +183,7 @@ def read_bytes(url: str, options: Mapping[str, Any] | None, *, max_bytes: int,
     if size > max_bytes:
         raise InputError(
             f"{what}: '{shown}' is {size / 2**20:.1f} MB, above the limit of "
-            f"{max_bytes / 2**20:.1f} MB (limits.max_table_mb); raise the limit, or store the "
-            "table as Parquet so only the needed columns are read")
+            f"{max_bytes / 2**20:.1f} MB; " + (too_large or TABLE_TOO_LARGE))
     try:
         with fs.open(path, "rb") as fh:
             raw = fh.read()
@@ -191,7 +197,8 @@ def read_bytes(url: str, options: Mapping[str, Any] | None, *, max_bytes: int,
 
 def read_text(url: str, options: Mapping[str, Any] | None, *, max_bytes: int, what: str) -> str:
     """A small UTF-8 document (a config or policy file)."""
-    blob = read_bytes(url, options, max_bytes=max_bytes, what=what)
+    blob = read_bytes(url, options, max_bytes=max_bytes, what=what,
+                      too_large="a gate config or policy is a short document: check the path")
     try:
         return blob.data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -90,7 +90,7 @@ def _params(args: argparse.Namespace, base: dict[str, Any]) -> Any:
 def run(args: argparse.Namespace) -> int:
     from riskcore import progress
     from riskcore.gate.cleanliness import validate_tables
-    from riskcore.gate.config import TablesConfig
+    from riskcore.gate.config import tables_config
     from riskcore.gate.run import encode_frames, versions
     from riskcore.measures.alc import from_encoded
     from riskcore.measures.alc.scenarios import build_scenarios, run_scenarios, summarize
@@ -117,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
         roles = {"quasi_identifiers": [c for c in cols if c not in secrets
                                        and c != args.household],
                  "sensitive": secrets, "household": args.household}
-    cfg = TablesConfig.model_validate({"released": urls[names[1]], "original": args.original,
+    cfg = tables_config({"released": urls[names[1]], "original": args.original,
                                        "roles": roles, "read": base.get("read") or {},
-                                       "limits": base.get("limits") or {}})
+                                       "limits": base.get("limits") or {}}, "riskgate alc")
     role_spec = cfg.role_spec
     if params.scenarios == "pairs" and not (params.secrets or role_spec.sensitive):
         raise ConfigError("alc needs --secret COLUMN (or --all-secrets / --auto-known)")

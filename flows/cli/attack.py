@@ -76,7 +76,7 @@ def _params(args: argparse.Namespace, name: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from riskcore.gate.config import TablesConfig
+    from riskcore.gate.config import tables_config
     from riskcore.gate.run import versions
     from riskcore.measures import family, run_measure
     from riskcore.results import to_jsonable
@@ -101,10 +101,10 @@ def run(args: argparse.Namespace) -> int:
             missing_in = [t for t, f in frames.items() if secret not in f.columns]
             raise ConfigError(f"inference: --secret '{secret}' is not a column of table(s) "
                               f"{missing_in}")
-    cfg = TablesConfig.model_validate({**urls, "roles": roles, "read": base.get("read") or {},
+    cfg = tables_config({**urls, "roles": roles, "read": base.get("read") or {},
                                        "limits": base.get("limits") or {},
                                        "seed": args.seed if args.seed is not None
-                                       else base.get("seed", 0)})
+                                       else base.get("seed", 0)}, "riskgate attack")
     fam = family(name)
     params = fam.parse({**((base.get("measures") or {}).get(name) or {}),
                         **_params(args, name)}, "riskgate attack")

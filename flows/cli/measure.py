@@ -129,7 +129,7 @@ def plan(args: argparse.Namespace, base: dict[str, Any], roles: Any) -> dict[str
 
 
 def run(args: argparse.Namespace) -> int:
-    from riskcore.gate.config import TablesConfig
+    from riskcore.gate.config import tables_config
     from riskcore.gate.run import MEASURES_SCHEMA, per_record_parquet, versions
     from riskcore.measures import run_measure
     from riskcore.results import to_jsonable
@@ -139,12 +139,12 @@ def run(args: argparse.Namespace) -> int:
     read = dict(base.get("read") or {})
     if args.encoding:
         read["encoding"] = args.encoding
-    cfg = TablesConfig.model_validate({
+    cfg = tables_config({
         "released": args.table, "identification": args.population,
         "roles": _roles(args, base), "read": read, "limits": base.get("limits") or {},
         "missing": args.missing or base.get("missing", "own"),
         "alpha": args.alpha if args.alpha is not None else base.get("alpha", 1.0),
-        "seed": base.get("seed", 0)})
+        "seed": base.get("seed", 0)}, "riskgate measure")
     todo = plan(args, base, cfg.roles)
     timings: dict[str, float] = {}
     with console.status("reading and checking the table..."):

@@ -214,6 +214,14 @@ class GateConfig(TablesConfig):
 Source = str | os.PathLike[str] | Mapping[str, Any]
 
 
+def tables_config(data: Mapping[str, Any], source: str) -> TablesConfig:
+    """The tables part of a config built by a command (ConfigError naming the key)."""
+    try:
+        return TablesConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        raise config_error(exc, source) from None
+
+
 @dataclass(frozen=True)
 class Gate:
     """A loaded, validated gate: its config, its policy and the measures it will run.

@@ -1,0 +1,339 @@
+"""Faults: a store that dies mid-write, two runs into one folder, more gates than slots, a gate
+killed with SIGKILL, the same seed in two processes, and planted secrets searched everywhere the
+gate writes or talks to (outputs, console, run logs, artifacts, events, Prefect's database)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, gate_config, run_gate_flow
+
+pytestmark = pytest.mark.integration
+RISKGATE = [sys.executable, "-m", "riskgate.flows.cli"]
+
+
+def _bucket(s3: Any) -> str:
+    name = f"fault-{uuid.uuid4().hex[:10]}"
+    s3.client().create_bucket(Bucket=name)
+    return name
+
+
+def test_store_dies_mid_write_leaves_no_decision_and_a_rerun_succeeds(s3, example_files):
+    from riskcore.errors import StorageError
+    from riskcore.gate.config import load_gate
+    from riskcore.gate.run import LocalSteps, run_gate
+
+    bucket = _bucket(s3)
+    gate = load_gate(gate_config(str(example_files["original"]), str(example_files["released"]),
+                                 f"s3://{bucket}/out", storage={"options": s3.options()},
+                                 release_id="mid-write"))
+
+    class DiesWhileWriting(LocalSteps):
+        """The real steps; the store goes away after the first object is written."""
+
+        def write(self, folder, files, decision, options):  # noqa: ANN001
+            from riskcore.storage import join_url, write_bytes
+
+            name, data = next(iter(files.items()))
+            write_bytes(join_url(folder, name), data, options, overwrite=True)
+            s3.stop()
+            return super().write(folder, files, decision, options)
+
+    try:
+        outcome = run_gate(gate, "run-1", s3.options(), steps=DiesWhileWriting())
+    finally:
+        s3.start()
+    assert outcome.verdict == "ERROR" and outcome.exit_code == 3
+    assert any("could not be written" in r for r in outcome.reasons)
+    keys = [o["Key"] for o in s3.client().list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert keys and not [k for k in keys if k.endswith("decision.json")]  # never half a run
+    again = run_gate(gate, "run-2", s3.options())
+    assert again.verdict == "APPROVED"
+    with pytest.raises(StorageError, match="already exists"):  # a finished run stays
+        from riskcore.gate.run import write_run
+
+        write_run(f"s3://{bucket}/out/mid-write/run-2", {"report.html": b"x"}, {"x": 1},
+                  s3.options())
+
+
+def test_two_runs_into_one_output_folder_never_mix(example_files, tmp_path):
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), release_id="same-folder")
+    results: list[dict] = []
+    threads = [threading.Thread(target=lambda: results.append(run_gate_flow(cfg)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert len(results) == 2 and results[0]["folder"] != results[1]["folder"]
+    for r in results:
+        decision = json.loads(Path(r["decision_url"]).read_text())
+        assert decision["flow_run_id"] == r["run_id"] and decision["verdict"] == "APPROVED"
+    runs = sorted(p.parent.name for p in (tmp_path / "out" / "same-folder").rglob("decision.json"))
+    assert runs == sorted(r["run_id"] for r in results)
+
+
+def test_eight_gates_against_a_limit_of_five(example_files, tmp_path):
+    from riskgate.flows.limits import GATE_LIMIT, set_limits
+
+    set_limits(gate=5)
+    outcomes: list[dict] = []
+    lock = threading.Lock()
+
+    def run(i: int) -> None:
+        cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                          str(tmp_path / "out"), release_id=f"eight-{i}",
+                          measures={"k_anonymity": {}, "reid": {}, "l_diversity": {},
+                                    "t_closeness": {}, "suda": {}})
+        outcome = run_gate_flow(cfg)
+        with lock:
+            outcomes.append(outcome)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert len(outcomes) == 8 and {o["verdict"] for o in outcomes} == {"APPROVED"}
+    spans = sorted(s for o in outcomes for s in o["slots"])
+    points = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    inside = peak = 0
+    for _, delta in points:
+        inside += delta
+        peak = max(peak, inside)
+    assert peak <= 5
+    assert set_limits()[GATE_LIMIT]["active_slots"] == 0
+
+
+def _slots_in_use() -> int:
+    from riskgate.flows.limits import GATE_LIMIT, set_limits
+
+    state = set_limits()[GATE_LIMIT]
+    return int(state["active_slots"]) if state else 0
+
+
+def test_a_gate_killed_mid_measure_gives_its_slot_back(prefect_server, example_files, tmp_path):
+    from riskgate.flows.limits import set_limits
+
+    set_limits(gate=1)
+    try:
+        slow = gate_config(str(example_files["original"]), str(example_files["released"]),
+                           str(tmp_path / "out"), release_id="killed",
+                           measures={"alc": {"max_attacks": 3000, "scenarios": "all_secrets",
+                                             "models": ["random_forest"]}},
+                           policy={"version": 1, "checks": ["alc.max <= 0.5"]})
+        path = tmp_path / "slow.yaml"
+        path.write_text(yaml.safe_dump(slow))
+        proc = subprocess.Popen(RISKGATE + ["gate", "--config", str(path)],
+                                env=prefect_server.env(), cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while _slots_in_use() == 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _slots_in_use() == 1, "the first gate never took the slot"
+        time.sleep(3)  # measuring now
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        quick = gate_config(str(example_files["original"]), str(example_files["released"]),
+                            str(tmp_path / "out"), release_id="after-kill")
+        outcome = run_gate_flow(quick)  # waits for the dead gate's lease to lapse, then runs
+        assert outcome["verdict"] == "APPROVED"
+        assert json.loads(Path(outcome["decision_url"]).read_text())["timings"][
+            "slot_wait"] > 0
+    finally:
+        set_limits(gate=5)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def test_a_killed_gate_leaves_no_private_server_behind(example_files, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["PREFECT_HOME"] = str(tmp_path / "home")
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), release_id="orphan")
+    path = tmp_path / "gate.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.Popen(RISKGATE + ["gate", "--config", str(path)], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = None
+    deadline = time.monotonic() + 120
+    while server is None and time.monotonic() < deadline:
+        for child in _children(proc.pid):
+            if b"uvicorn" in Path(f"/proc/{child}/cmdline").read_bytes():
+                server = child
+        time.sleep(0.3)
+    assert server is not None, "the gate started no private server"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    for _ in range(50):
+        if not Path(f"/proc/{server}").exists():
+            break
+        try:
+            if Path(f"/proc/{server}/stat").read_text().split(")")[1].split()[0] == "Z":
+                break  # a zombie: dead, waiting to be reaped by init
+        except OSError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the private Prefect server outlived the killed gate")
+
+
+def test_the_same_seed_gives_the_same_bytes_in_two_processes(example_files, tmp_path):
+    outs = []
+    for i in range(2):
+        target = tmp_path / f"m{i}.json"
+        env = {**os.environ, "PYTHONHASHSEED": str(17 + i)}
+        done = subprocess.run(RISKGATE + [
+            "measure", str(example_files["released"]), "--qi", "region,age,sex,education",
+            "--sensitive", "diagnosis", "--weight", "weight", "--household", "household_id",
+            "--suda", "--population-size", "100000", "--json", str(target)], env=env, cwd=ROOT,
+            capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        outs.append(target.read_bytes())
+    assert outs[0] == outs[1]
+    alc = []
+    for i in range(2):
+        target = tmp_path / f"alc{i}.json"
+        done = subprocess.run(RISKGATE + [
+            "alc", str(example_files["original"]), str(example_files["released"]), "--config",
+            str(ROOT / "examples/gate.yaml"), "--secret", "diagnosis", "--known",
+            "region,sex,education", "--max-attacks", "300", "--seed",
+            "5", "--json", str(target)], env={**os.environ, "PYTHONHASHSEED": str(3 + i)},
+            cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        alc.append(target.read_bytes())
+    assert alc[0] == alc[1]  # no wall-clock time inside
+
+
+def test_gate_outputs_are_the_same_apart_from_run_ids_and_times(example_files, tmp_path):
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), release_id="repro",
+                      measures={"k_anonymity": {}, "reid": {}, "singling_out": {
+                          "n_attacks": 100}, "inference": {"n_attacks": 100}},
+                      policy={"version": 1, "checks": ["reid.pRb <= 1",
+                                                       "inference.risk <= 1"]})
+    a, b = run_gate_flow(cfg), run_gate_flow(cfg)
+
+    def normal(outcome: dict, name: str) -> str:
+        text = (Path(outcome["folder"]) / name).read_text()
+        return text.replace(outcome["run_id"], "RUN")
+
+    assert normal(a, "measures.json") == normal(b, "measures.json")
+    assert normal(a, "validation.json") == normal(b, "validation.json")
+    da, db = (json.loads(normal(o, "decision.json")) for o in (a, b))
+    for d in (da, db):
+        for key in ("timings", "started_at", "finished_at"):
+            d.pop(key)
+    assert da == db
+    assert (Path(a["folder"]) / "per_record.parquet").read_bytes() == (
+        Path(b["folder"]) / "per_record.parquet").read_bytes()
+
+
+PLANTED = "PLANTED-s3cret-9f41c2"
+
+
+def test_planted_secrets_reach_no_output_log_artifact_event_or_database(
+        prefect_server, s3, example_files, tmp_path, caplog, capfd):
+    """The store's real credentials come from a Prefect Secret block and the environment; a
+    config that tries to carry them is refused; then every byte riskgate wrote or sent is
+    searched for them."""
+    import logging
+
+    from prefect.blocks.system import Secret
+
+    from riskgate.flows.cli import main
+
+    caplog.set_level(logging.DEBUG)
+    Secret(value={"key": "testing", "secret": PLANTED + "-block"}).save(
+        "riskgate-planted", overwrite=True)
+    bucket = _bucket(s3)
+    s3.client().upload_file(str(example_files["released"]), bucket, "in/released.csv")
+    cfg = gate_config(str(example_files["original"]), f"s3://{bucket}/in/released.csv",
+                      f"s3://{bucket}/out", release_id="planted",
+                      storage={"options": {"endpoint_url": s3.url},
+                               "credentials_block": "riskgate-planted"})
+    path = tmp_path / "gate.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    old = os.environ.get("AWS_SESSION_TOKEN")
+    os.environ["AWS_SESSION_TOKEN"] = PLANTED + "-env"
+    try:
+        code = main(["gate", "--config", str(path), "--verbose"])
+        # attempts to smuggle a credential in: refused, and not echoed
+        refused = []
+        for attempt in (
+            {"storage": {"options": {"endpoint_url": s3.url, "password": PLANTED + "-cfg"}}},
+            {"released": f"s3://AKIA:{PLANTED}-url@{bucket}/in/released.csv"},
+            {"storage": {"options": {"endpoint_url": f"http://u:{PLANTED}-ep@127.0.0.1:9"}}},
+        ):
+            bad = tmp_path / f"bad{len(refused)}.yaml"
+            bad.write_text(yaml.safe_dump({**cfg, **attempt}))
+            refused.append(main(["gate", "--config", str(bad), "--verbose"]))
+        emit = main(["emit-anonymized", "--release", "planted", "--released",
+                     f"s3://AKIA:{PLANTED}-emit@{bucket}/x.csv", "--no-checksums"])
+    finally:
+        if old is None:
+            os.environ.pop("AWS_SESSION_TOKEN")
+        else:
+            os.environ["AWS_SESSION_TOKEN"] = old
+    assert code in (0, 1, 2) and refused == [3, 3, 3] and emit == 3
+    from riskgate.flows.local_api import drain_prefect
+
+    drain_prefect()
+    time.sleep(2)
+    haystacks: dict[str, bytes] = {}
+    client = s3.client()
+    for obj in client.list_objects_v2(Bucket=bucket, Prefix="out/").get("Contents", []):
+        haystacks[obj["Key"]] = client.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
+    assert any(k.endswith("decision.json") for k in haystacks)
+    captured = capfd.readouterr()
+    haystacks["console"] = (captured.out + captured.err).encode()
+    haystacks["python logs"] = "\n".join(r.getMessage() for r in caplog.records).encode()
+    db = Path(prefect_server.home) / "prefect.db"
+    for suffix in ("", "-wal"):
+        if Path(f"{db}{suffix}").exists():
+            haystacks[f"prefect.db{suffix}"] = Path(f"{db}{suffix}").read_bytes()
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as pc:
+        arts = pc.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(like_="planted")))
+        haystacks["artifacts"] = json.dumps([a.model_dump(mode="json") for a in arts]).encode()
+        runs = pc.read_flow_runs()
+        haystacks["flow runs"] = json.dumps([r.model_dump(mode="json") for r in runs]).encode()
+        logs = pc.read_logs()
+        haystacks["run logs"] = json.dumps([lg.model_dump(mode="json") for lg in logs]).encode()
+    assert arts and runs and logs
+    found = {name: [m for m in (PLANTED + "-env", PLANTED + "-cfg", PLANTED + "-url",
+                                PLANTED + "-ep", PLANTED + "-emit") if m.encode() in hay]
+             for name, hay in haystacks.items()}
+    assert {k: v for k, v in found.items() if v} == {}
+    # the Secret block's own value is stored by Prefect, as designed, and nowhere else
+    block_value = (PLANTED + "-block").encode()
+    elsewhere = [name for name, hay in haystacks.items()
+                 if block_value in hay and not name.startswith("prefect.db")]
+    assert elsewhere == []

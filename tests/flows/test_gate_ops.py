@@ -21,47 +21,6 @@ def bigger_files(tmp_path_factory):
     return write_example(tmp_path_factory.mktemp("bigger"), n=60000, seed=3)
 
 
-def _peak(spans: list[tuple[float, float]]) -> int:
-    points = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans],
-                    key=lambda p: (p[0], p[1]))
-    inside = peak = 0
-    for _, delta in points:
-        inside += delta
-        peak = max(peak, inside)
-    return peak
-
-
-def test_six_gate_runs_with_limit_five_never_exceed_five(bigger_files, tmp_path):
-    from riskgate.flows.limits import GATE_LIMIT, set_limits
-
-    set_limits(gate=5)
-    outcomes: dict[int, dict] = {}
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        cfg = gate_config(str(bigger_files["original"]), str(bigger_files["released"]),
-                          str(tmp_path / "out"), release_id=f"conc-{i}")
-        try:
-            outcomes[i] = run_gate_flow(cfg)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=600)
-    assert not errors, errors
-    assert sorted(outcomes) == list(range(6))  # none is lost
-    for o in outcomes.values():
-        assert Path(o["decision_url"]).exists()
-    spans = sorted((s[0], s[1]) for o in outcomes.values() for s in o["slots"])
-    assert len(spans) == 6 and _peak(spans) <= 5
-    # the sixth run could only start once another had finished
-    assert spans[-1][0] >= min(b for _, b in spans[:-1])
-    assert set_limits()[GATE_LIMIT]["active_slots"] == 0  # every slot came back
-
-
 def test_a_config_cannot_resize_the_shared_limit(example_files, tmp_path):
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
                       str(tmp_path / "out"), limits={"gate_concurrency": 100})

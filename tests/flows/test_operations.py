@@ -198,7 +198,10 @@ def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
         text = _pause_description(paused.id)  # the form's text, as the UI shows it
         shown = re.search(r"k_anonymity\.k = (\d+) \(threshold >= 50", text)
         assert shown and "report.html" in text, text
-        # five more gates run while the review waits: the paused run holds no slot
+        # the paused run holds no gate slot ...
+        from riskgate.flows.limits import GATE_LIMIT
+        assert client.read_global_concurrency_limit_by_name(GATE_LIMIT).active_slots == 0
+        # ... so five more gates run while the review waits
         emits = [subprocess.Popen(RISKGATE + [
             "emit-anonymized", "--release", f"ops-slot-{i}", "--released",
             "s3://ops-data/census/released-v2.csv", "--config", "s3://ops-config/gate.yaml"],
@@ -218,10 +221,7 @@ def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
                     done[release] = runs[0]
             time.sleep(2)
         assert len(done) == 5, f"only {sorted(done)} finished while the review was paused"
-        spans = sorted((r.start_time, r.end_time) for r in done.values())
-        peak = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
-        assert peak == 5, spans
-        for i in range(5):  # and none of them waited for a gate slot
+        for i in range(5):  # none of them waited for a gate slot
             assert _decision(ops, f"ops-slot-{i}")["timings"]["slot_wait"] < 5.0
         still = client.read_flow_run(paused.id)
         assert still.state.type is StateType.PAUSED

@@ -77,7 +77,7 @@ def test_missing_file_names_the_path(tmp_path):
 def test_size_limit_names_the_setting(tmp_path):
     path = tmp_path / "big.csv"
     path.write_text("a\n" + "1\n" * 400_000)
-    with pytest.raises(InputError, match=r"above the limit of 0.5 MB \(limits.max_table_mb\)"):
+    with pytest.raises(InputError, match=r"above the limit of 0.5 MB; raise limits.max_table_mb"):
         read_table(str(path), name="released", max_mb=0.5)
 
 

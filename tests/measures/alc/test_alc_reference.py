@@ -81,8 +81,8 @@ def test_papers_experiment_in_miniature(shared, name):
     for version in ("strong", "weak"):
         rel = pd.read_parquet(d / f"{version}_data_parquet/{name}.parquet")
         data = from_frames(ori, rel)
-        scenarios = auto_scenarios(data, per_secret=2, seed=0)[:20]
-        assert len(scenarios) == 20
+        scenarios = auto_scenarios(data, per_secret=2, seed=0)[:10]
+        assert len(scenarios) == 10
         out[version] = run_scenarios(data, scenarios, ALCConfig(
             seed=0, models=("hist_gradient_boosting", "logistic_regression")))
     strong = [r.alc for r in out["strong"]]

@@ -9,13 +9,9 @@ baseline's strength is what keeps the ALC honest) and the halting reason, for bo
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer
 from riskcore.measures.alc import ALCConfig, from_frames, run_alc

@@ -7,13 +7,9 @@ attacks, k 10, the reference split), inference (1000 attacks; income, occupation
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer
 from riskcore.measures.attacks.common import encode_attack_tables

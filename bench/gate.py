@@ -11,12 +11,9 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, SHARED, print_table, replicate
 

@@ -1,10 +1,13 @@
-"""`make bench`: every benchmark, peers side by side (each peer in its own environment)."""
+"""`make bench`: every benchmark, peers side by side (each peer in its own environment).
+
+Each runs as a module of the ``bench`` package from the repository root (``python -m bench.gate``).
+"""
 
 import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-for script in ("equivalence.py", "sdc.py", "attacks.py", "alc.py", "gate.py"):
-    print(f"\n=== bench/{script}", flush=True)
-    subprocess.run([sys.executable, str(HERE / script)], check=True)
+ROOT = Path(__file__).resolve().parents[1]
+for name in ("equivalence", "sdc", "attacks", "alc", "gate"):
+    print(f"\n=== bench/{name}.py", flush=True)
+    subprocess.run([sys.executable, "-m", f"bench.{name}"], check=True, cwd=ROOT)

@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer, timed
 from bench.sdcdata import KEYS7, KEYS9, scaled_testdata

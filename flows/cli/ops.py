@@ -299,5 +299,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
         out.print(f"report: {verdict.get('report_link') or verdict.get('report_url')}",
                   markup=False, soft_wrap=True)
     if args.expect:
-        return 0 if v == args.expect else 1
+        if v != args.expect:
+            console.print(f"error: expected the verdict {args.expect}, got {v}")
+            return 1
+        return 0
     return VERDICT_EXIT.get(v, 3)

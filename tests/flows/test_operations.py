@@ -147,6 +147,23 @@ def test_triggered_runs_gate_the_emitted_file_and_end_in_verdict_states(ops):
     assert "nope.csv" in _decision(ops, "ops-error")["reasons"][0]
 
 
+def test_the_compose_demo_runs_outside_docker(ops):
+    """docker/demo.sh, as the compose `demo` service runs it, against the same server and S3."""
+    import os
+
+    env = {**ops["env"], "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["sh", "docker/demo.sh"], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verdict: NEEDS_REVIEW" in done.stdout
+    # the same wait with another expectation fails: the compose run exits non-zero
+    wrong = _run(RISKGATE + ["emit-anonymized", "--release", "census-demo-2026", "--released",
+                             "s3://riskgate-data/census/released.csv", "--config",
+                             "s3://riskgate-config/gate.yaml", "--wait", "--timeout", "240",
+                             "--expect", "APPROVED"], ops["env"])
+    assert wrong.returncode not in (0, 2) and "APPROVED" in wrong.stdout + wrong.stderr
+
+
 def test_the_report_is_one_click_away(ops):
     decision = _decision(ops, "ops-rejected")
     arts = _artifacts(decision["flow_run_id"])

@@ -10,6 +10,8 @@ from riskcore import Roles, encode_table, encode_tables, frequencies, reidentifi
 from riskcore.measures.reid import effective_threshold_size
 from tests.conftest import TESTDATA_KEYS
 
+pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
+
 
 @pytest.mark.parametrize("name,threshold", [
     ("testdata_pop22900_t0.2", 0.2),

@@ -19,6 +19,8 @@ from riskcore import (
 )
 from tests.conftest import TESTDATA_KEYS
 
+pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
+
 KINDS = [("distinct_l", "Distinct"), ("entropy_l", "Entropy"), ("recursive_l", "Recursive")]
 
 

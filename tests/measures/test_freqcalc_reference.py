@@ -7,6 +7,8 @@ import pytest
 from riskcore import Roles, encode_table, frequencies, k_anonymity
 from tests.conftest import TESTDATA_KEYS
 
+pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
+
 
 def test_testdata_fk_Fk_match_freqcalc_per_record(shared, testdata):
     ref = pd.read_csv(shared / "reference/sdcmicro/testdata_freqcalc.csv")

@@ -11,6 +11,8 @@ from riskcore.measures import MeasureInputs, run_measure
 from riskcore.measures.population import pitman, population_uniqueness, zayatz
 from tests.conftest import TESTDATA_KEYS
 
+pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
+
 RUNS = ["testdata_pop22900_t0.2.json", "testdata_pop27548400_t0.1.json",
         "testdata_popUSA_t0.2.json", "testdata_subset458_of_testdata_pop4580_t0.2.json"]
 

@@ -12,6 +12,8 @@ from riskcore.errors import InputError
 from riskcore.measures.sdc import global_risk, household_risk, individual_risk, sdc_risk
 from tests.conftest import TESTDATA_KEYS
 
+pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
+
 FREE1_KEYS = ("REGION", "SEX", "AGE", "MARSTAT", "KINDPERS")
 FRANC_KEYS = ("Key1", "Key2", "Key3", "Key4")
 

@@ -15,6 +15,8 @@ from riskcore.measures import MeasureInputs, run_measure
 from riskcore.measures.suda import attribute_level_contributions, msu_weights, suda2
 from tests.conftest import TESTDATA_KEYS
 
+pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
+
 FRANC_KEYS = ("Key1", "Key2", "Key3", "Key4")
 FREE1_KEYS = ("REGION", "SEX", "AGE", "MARSTAT", "KINDPERS")
 

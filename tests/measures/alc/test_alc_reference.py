@@ -14,6 +14,8 @@ from riskcore.measures.alc import ALCConfig, from_frames, run_alc
 from riskcore.measures.alc.scenarios import auto_scenarios, run_scenarios
 from riskcore.measures.alc.swap import swap_frame
 
+pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
+
 pytestmark = pytest.mark.slow
 
 

@@ -17,6 +17,8 @@ from riskcore.measures.attacks.linkability import linkability, risk_for_k
 from riskcore.measures.attacks.singling_out import singling_out
 from riskcore.stats import Rate, privacy_risk, wilson, z_score
 
+pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
+
 AUX_A = ["type_employer", "education", "hr_per_week", "capital_loss", "capital_gain"]
 AUX_B = ["race", "sex", "fnlwgt", "age", "country"]
 

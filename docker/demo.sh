@@ -12,10 +12,12 @@ for bucket in ("riskgate-config", "riskgate-data", "riskgate-out"):
         fs.mkdir(bucket)  # the demo creates its buckets; the gate never does
 fs.put("/tmp/demo/original.csv", "riskgate-data/census/original.csv")
 fs.put("/tmp/demo/released.csv", "riskgate-data/census/released.csv")
+fs.put("/tmp/demo/region-hierarchy.csv", "riskgate-config/region-hierarchy.csv")
 cfg = yaml.safe_load(open("examples/gate.yaml"))
 cfg.update(original="s3://riskgate-data/census/original.csv",
            released="s3://riskgate-data/census/released.csv",
            output_url="s3://riskgate-out/runs", policy="policy.yaml")
+cfg["generalization"]["region"] = {"hierarchy": "region-hierarchy.csv"}  # next to the config
 with fs.open("riskgate-config/gate.yaml", "w") as fh:
     fh.write(yaml.safe_dump(cfg))
 fs.put("examples/policy.yaml", "riskgate-config/policy.yaml")

@@ -77,7 +77,10 @@ def write_example(folder: str | Path, n: int = 6000, seed: int = 2026) -> dict[s
     out.mkdir(parents=True, exist_ok=True)
     original = census_population(n, seed)
     released = anonymize(original)
-    paths = {"original": out / "original.csv", "released": out / "released.csv"}
+    paths = {"original": out / "original.csv", "released": out / "released.csv",
+             "region_hierarchy": out / "region-hierarchy.csv"}
     original.to_csv(paths["original"], index=False)
     released.to_csv(paths["released"], index=False)
+    # how the release merged regions, as an ARX hierarchy (original;level 1)
+    paths["region_hierarchy"].write_text("".join(f"{r};{MACRO[r]}\n" for r in REGIONS))
     return paths

@@ -17,6 +17,7 @@ from riskcore.errors import ConfigError, InputError
 
 from .common import (
     add_storage_flag,
+    alignment_keys,
     common_columns,
     config_subset,
     csv_list,
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from riskcore import progress
     from riskcore.gate.cleanliness import validate_tables
     from riskcore.gate.config import tables_config
-    from riskcore.gate.run import encode_frames, versions
+    from riskcore.gate.run import encode_aligned, versions
     from riskcore.measures.alc import from_encoded
     from riskcore.measures.alc.scenarios import build_scenarios, run_scenarios, summarize
     from riskcore.measures.alc.targets import select_targets
@@ -119,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
                  "sensitive": secrets, "household": args.household}
     cfg = tables_config({"released": urls[names[1]], "original": args.original,
                                        "roles": roles, "read": base.get("read") or {},
-                                       "limits": base.get("limits") or {}}, "riskgate alc")
+                                       "limits": base.get("limits") or {},
+                                       **alignment_keys(base, roles)},
+                       "riskgate alc")
     role_spec = cfg.role_spec
     if params.scenarios == "pairs" and not (params.secrets or role_spec.sensitive):
         raise ConfigError("alc needs --secret COLUMN (or --all-secrets / --auto-known)")
@@ -127,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if not report.success:
         raise InputError("the data is not clean (the gate would reject it):\n  "
                          + "\n  ".join(report.summary_lines()[:20]))
-    enc = encode_frames(cfg, frames)
+    enc, alignment = encode_aligned(cfg, frames)
     columns = list(role_spec.quasi_identifiers) + list(role_spec.sensitive)
     data = from_encoded([enc[n] for n in names], columns, types=params.types,
                         household=role_spec.household)

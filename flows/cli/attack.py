@@ -15,6 +15,7 @@ from riskcore.errors import ConfigError
 
 from .common import (
     add_storage_flag,
+    alignment_keys,
     common_columns,
     config_subset,
     csv_list,
@@ -103,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
                               f"{missing_in}")
     cfg = tables_config({**urls, "roles": roles, "read": base.get("read") or {},
                                        "limits": base.get("limits") or {},
+                                       **alignment_keys(base, roles),
                                        "seed": args.seed if args.seed is not None
                                        else base.get("seed", 0)}, "riskgate attack")
     fam = family(name)

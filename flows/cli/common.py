@@ -130,7 +130,7 @@ def config_subset(path: str | None, options: Mapping[str, Any]) -> dict[str, Any
     policy, seed and the measures' parameters (``--config FILE``)."""
     if not path:
         return {}
-    from riskcore.gate.config import read_document
+    from riskcore.gate.config import read_document, resolve_hierarchies
     from riskcore.storage import parent, resolve
 
     data = read_document(path, options, "config file")
@@ -138,11 +138,14 @@ def config_subset(path: str | None, options: Mapping[str, Any]) -> dict[str, Any
         raise ConfigError(f"config file '{redact_text(path)}' must hold a mapping")
     keep = {k: data[k] for k in ("roles", "missing", "alpha", "seed", "read", "limits",
                                  "measures", "original", "released", "control",
-                                 "identification") if k in data}
+                                 "identification", "generalization", "suppressed",
+                                 "min_comparable") if k in data}
     base = parent(path)
     for key in ("original", "released", "control", "identification"):
         if isinstance(keep.get(key), str):
             keep[key] = resolve(keep[key], base)
+    if "generalization" in keep:
+        keep["generalization"] = resolve_hierarchies(keep["generalization"], base)
     return keep
 
 
@@ -193,3 +196,15 @@ def prepared_inputs(cfg: Any, options: Mapping[str, Any],
 def common_columns(tables: Sequence[list[str]]) -> list[str]:
     first = tables[0]
     return [c for c in first if all(c in t for t in tables[1:])]
+
+
+def alignment_keys(base: Mapping[str, Any], roles: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's generalization settings (riskcore.generalization) for a command's tables,
+    restricted to the columns the command gives a role."""
+    known = {*(roles.get("quasi_identifiers") or roles.get("qi") or []),
+             *(roles.get("sensitive") or [])}
+    out: dict[str, Any] = {k: base[k] for k in ("suppressed", "min_comparable") if k in base}
+    gen = base.get("generalization")
+    if isinstance(gen, Mapping):
+        out["generalization"] = {c: v for c, v in gen.items() if c in known}
+    return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import (
@@ -27,6 +27,12 @@ from pydantic import (
 )
 
 from ..errors import ConfigError, RiskgateError, config_error
+from ..generalization import (
+    DEFAULT_MIN_COMPARABLE,
+    DEFAULT_SUPPRESSED,
+    GeneralizationSpec,
+    parse_spec,
+)
 from ..measures import BY_NAME, family
 from ..measures.family import Params
 from ..redact import redact_text, urls_with_credentials
@@ -136,6 +142,28 @@ class TablesConfig(_Model):
     seed: int = Field(0, ge=0, le=2**63 - 1)
     read: ReadOptions = Field(default_factory=lambda: ReadOptions())
     limits: Limits = Field(default_factory=lambda: Limits())
+    #: released column -> how it was generalized from the original (riskcore.generalization)
+    generalization: dict[str, str | dict[str, float | str]] = Field(default_factory=dict)
+    #: released cells meaning "any value" (suppressed); empty cells stay missing
+    suppressed: list[str] = Field(default_factory=lambda: list(DEFAULT_SUPPRESSED))
+    #: the domain check: an attack on a column whose share of comparable values is lower is
+    #: insufficient evidence
+    min_comparable: float = Field(DEFAULT_MIN_COMPARABLE, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _generalization(self) -> TablesConfig:
+        roles = self.roles.to_roles()
+        known = set(roles.quasi_identifiers) | set(roles.sensitive)
+        for col, raw in self.generalization.items():
+            if col not in known:
+                raise ValueError(f"generalization names column '{col}' that is neither a "
+                                 f"quasi-identifier nor sensitive (those: {sorted(known)})")
+            parse_spec(raw, col)
+        return self
+
+    def generalization_specs(self) -> dict[str, GeneralizationSpec]:
+        """The declared generalizations, validated."""
+        return {col: parse_spec(raw, col) for col, raw in self.generalization.items()}
 
     @model_validator(mode="after")
     def _urls(self) -> TablesConfig:
@@ -150,7 +178,15 @@ class TablesConfig(_Model):
 
     @property
     def role_spec(self) -> Roles:
-        return self.roles.to_roles()
+        """The roles; a column generalized into labels (intervals, masks, hierarchy levels) is
+        categorical unless its type is given."""
+        roles = self.roles.to_roles()
+        labelled = {col: ColumnType.CATEGORICAL for col, spec in
+                    self.generalization_specs().items()
+                    if spec.kind in ("interval", "mask", "hierarchy") and col not in roles.types}
+        if not labelled:
+            return roles
+        return replace(roles, types={**roles.types, **labelled})
 
     def tables(self) -> dict[str, str]:
         """Role name -> URL of every table in the run."""
@@ -268,7 +304,17 @@ def config_mapping(source: Source, overrides: Mapping[str, Any] | None = None,
     for key in (*URL_KEYS, "policy"):
         if isinstance(data.get(key), str):
             data[key] = resolve(data[key], base)
+    data["generalization"] = resolve_hierarchies(data.get("generalization"), base)
     return data, name
+
+
+def resolve_hierarchies(generalization: Any, base: str) -> Any:
+    """Hierarchy files of a ``generalization:`` mapping, like tables, relative to the config."""
+    if not isinstance(generalization, Mapping):
+        return generalization if generalization is not None else {}
+    return {col: ({**spec, "hierarchy": resolve(spec["hierarchy"], base)}
+                  if isinstance(spec, Mapping) and isinstance(spec.get("hierarchy"), str)
+                  else spec) for col, spec in generalization.items()}
 
 
 def load_config(source: Source, overrides: Mapping[str, Any] | None = None,

@@ -4,6 +4,8 @@ A policy is a versioned YAML document::
 
     version: 1
     on_insufficient: review      # a figure that could not be computed: review | reject
+    on_inconclusive: review      # an attack no better than its baseline: review | pass
+                                 # (default: review when a column was not fully comparable)
     checks:
       - figure: k_anonymity.k
         min: 5                   # pass when value >= 5
@@ -120,6 +122,9 @@ class Policy:
     version: int = POLICY_VERSION
     on_insufficient: CheckVerdict = CheckVerdict.REVIEW
     name: str = "policy"
+    #: "review", "pass", or None: review only when the attack's columns were not fully
+    #: comparable with the release (riskcore.generalization)
+    on_inconclusive: str | None = None
 
     @property
     def measures(self) -> set[str]:
@@ -189,7 +194,7 @@ def parse_policy(data: Any, name: str = "policy") -> Policy:
     """Validate a policy mapping (already loaded safely)."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{name}: a policy must be a mapping with 'version' and 'checks'")
-    allowed = {"version", "checks", "on_insufficient", "name", "description"}
+    allowed = {"version", "checks", "on_insufficient", "on_inconclusive", "name", "description"}
     unknown = set(map(str, data)) - allowed
     if unknown:
         raise ConfigError(f"{name}: unknown policy key(s) {sorted(unknown)} (allowed: "
@@ -210,9 +215,13 @@ def parse_policy(data: Any, name: str = "policy") -> Policy:
     if on_insufficient not in ("review", "reject"):
         raise ConfigError(f"{name}: on_insufficient must be 'review' or 'reject', got "
                           f"{on_insufficient!r}")
+    on_inconclusive = data.get("on_inconclusive")
+    if on_inconclusive not in (None, "review", "pass"):
+        raise ConfigError(f"{name}: on_inconclusive must be 'review' or 'pass', got "
+                          f"{on_inconclusive!r}")
     return Policy(checks=tuple(checks), version=POLICY_VERSION,
                   on_insufficient=CheckVerdict.REVIEW if on_insufficient == "review"
-                  else CheckVerdict.FAIL, name=name)
+                  else CheckVerdict.FAIL, name=name, on_inconclusive=on_inconclusive)
 
 
 def _parse_check(raw: Any, where: str) -> Check:
@@ -262,6 +271,21 @@ def _unavailable_reason(result: MeasureResult, name: str) -> str:
     if name in result.figures:
         return f"figure '{name}' of '{result.measure}' could not be computed for this data"
     return f"figure '{name}' is not reported by '{result.measure}'"
+
+
+def _inconclusive(policy: Policy, result: MeasureResult) -> str | None:
+    """Why a passing attack figure needs a person: the attack did no better than its random
+    baseline (anonymeter's invalid assessment), and the policy says so, or by default its
+    columns were not fully comparable with the release."""
+    if not result.figures.get("inconclusive") or policy.on_inconclusive == "pass":
+        return None
+    partly = list(result.details.get("partly_comparable") or [])
+    if policy.on_inconclusive is None and not partly:
+        return None
+    cols = f"; columns not fully comparable with the release: {partly}" if partly else ""
+    return (f"{result.measure}: inconclusive: the attack did no better than its random "
+            f"baseline, which is not evidence of safety{cols} (declare the generalization, "
+            "or set on_inconclusive: pass in the policy)")
 
 
 def decide(policy: Policy, results: Mapping[str, MeasureResult],
@@ -314,6 +338,10 @@ def decide(policy: Policy, results: Mapping[str, MeasureResult],
         message = {CheckVerdict.PASS: "within the threshold",
                    CheckVerdict.REVIEW: "in the review band: a person must decide",
                    CheckVerdict.FAIL: "outside the threshold"}[check_verdict]
+        inconclusive = _inconclusive(policy, result)
+        if check_verdict is CheckVerdict.PASS and inconclusive is not None:
+            check_verdict = CheckVerdict.REVIEW
+            message = inconclusive
         outcomes.append(CheckOutcome(check.id, check.figure, float(value), thr, check_verdict,
                                      message, min=lo, max=hi))
     for name, alarm in (alarms or {}).items():

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..data import ColumnType, EncodedTable, encode_tables
 from ..errors import ConfigError, InputError, RiskgateError, StorageError
+from ..generalization import Alignment, align_tables
 from ..measures import BY_NAME, MeasureInputs
 from ..measures.family import Params
 from ..redact import redact, redact_text
@@ -89,12 +90,29 @@ def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> Cleanline
     return validate_tables(frames, cfg.role_spec)
 
 
-def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> MeasureInputs:
-    """Convert the cleaned tables to their declared types and encode them jointly, once."""
-    enc = encode_frames(cfg, frames)
+def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
+           storage_options: Mapping[str, Any] | None = None) -> MeasureInputs:
+    """Align the other tables with a generalized release, convert the tables to their declared
+    types and encode them jointly, once."""
+    enc, alignment = encode_aligned(cfg, frames, storage_options)
     return MeasureInputs(released=enc["released"], original=enc.get("original"),
                          control=enc.get("control"), identification=enc.get("identification"),
-                         missing=cfg.missing, alpha=cfg.alpha, seed=cfg.seed)
+                         missing=cfg.missing, alpha=cfg.alpha, seed=cfg.seed,
+                         alignment=alignment)
+
+
+def encode_aligned(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
+                   storage_options: Mapping[str, Any] | None = None
+                   ) -> tuple[dict[str, EncodedTable], Alignment]:
+    """The original's (control's, identification's) values mapped into the release's domain
+    (declared or unambiguous generalizations, riskcore.generalization), then encoded."""
+    roles = cfg.role_spec
+    columns = [c for c in (*roles.quasi_identifiers, *roles.sensitive)]
+    numeric = [c for c, t in roles.types.items() if t.is_numeric]
+    aligned, alignment = align_tables(
+        frames, columns, cfg.generalization_specs(), numeric=numeric, tokens=cfg.suppressed,
+        min_comparable=cfg.min_comparable, storage_options=storage_options)
+    return encode_frames(cfg, aligned), alignment
 
 
 def encode_frames(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]

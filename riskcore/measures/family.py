@@ -17,12 +17,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError, config_error
-from ..results import MeasureResult, not_computable
+from ..results import MeasureResult, Status, not_computable
 from ..roles import MissingPolicy, Roles
 
 if TYPE_CHECKING:
     from ..data import EncodedTable
     from ..equivalence import ClassFrequencies
+    from ..generalization import Alignment
 
 #: report sections, in page order: (key, title)
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -73,6 +74,8 @@ class MeasureInputs:
     missing: MissingPolicy = MissingPolicy.OWN
     alpha: float = 1.0
     seed: int = 0
+    #: how the other tables were aligned with a generalized release (None: not aligned)
+    alignment: Alignment | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -118,6 +121,43 @@ class MeasureInputs:
             freq = self.frequencies(missing=MissingPolicy.OWN, with_population=False)
             return freq.class_id, freq.n_classes
         return self._cached(("classes", keys), lambda: group_rows(self.released.codes(keys)))
+
+    def wildcards(self, columns: Sequence[str]) -> dict[str, int]:
+        """Column -> the code of the release's suppression token in it (cells that mean "any
+        value"), for the columns where the release holds one."""
+        tokens = self.alignment.suppressed_tokens if self.alignment is not None else ("*",)
+        out: dict[str, int] = {}
+        for c in columns:
+            col = self.released.column(c)
+            if col.values is not None:
+                continue
+            for token in tokens:
+                if token == "":  # empty cells declared suppressed: missing means any value
+                    if col.missing.any():
+                        out[c] = -1
+                    continue
+                hits = np.flatnonzero(col.categories == token)
+                if hits.size and (col.codes == hits[0]).any():
+                    out[c] = int(hits[0])
+        return out
+
+    def domain_check(self, measure: str, columns: Sequence[str]) -> MeasureResult | None:
+        """An insufficient-evidence result when a column the attack compares has too few
+        values comparable with the release's (see riskcore.generalization)."""
+        if self.alignment is None:
+            return None
+        reason = self.alignment.insufficient_reason(columns)
+        if reason is None:
+            return None
+        return MeasureResult(measure=measure, figures={}, status=Status.INSUFFICIENT_EVIDENCE,
+                             reason=reason, details={"alignment": self.alignment_of(columns)})
+
+    def alignment_of(self, columns: Sequence[str]) -> list[dict[str, Any]]:
+        """The alignment record of ``columns`` (for a result's details)."""
+        if self.alignment is None:
+            return []
+        return [self.alignment.columns[c].to_dict() for c in columns
+                if c in self.alignment.columns]
 
 
 RunFn = Callable[[MeasureInputs, Any], MeasureResult]

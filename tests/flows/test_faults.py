@@ -218,12 +218,15 @@ def test_the_same_seed_gives_the_same_bytes_in_two_processes(example_files, tmp_
         assert done.returncode == 0, done.stdout + done.stderr
         outs.append(target.read_bytes())
     assert outs[0] == outs[1]
+    config = tmp_path / "gate.yaml"  # the bundled config, pointed at this test's files
+    config.write_text((ROOT / "examples/gate.yaml").read_text().replace(
+        "../build/demo/", f"{example_files['original'].parent}/"))
     alc = []
     for i in range(2):
         target = tmp_path / f"alc{i}.json"
         done = subprocess.run(RISKGATE + [
             "alc", str(example_files["original"]), str(example_files["released"]), "--config",
-            str(ROOT / "examples/gate.yaml"), "--secret", "diagnosis", "--known",
+            str(config), "--secret", "diagnosis", "--known",
             "region,sex,education", "--max-attacks", "300", "--seed",
             "5", "--json", str(target)], env={**os.environ, "PYTHONHASHSEED": str(3 + i)},
             cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -15,7 +15,7 @@ result is deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,11 +38,17 @@ class MixedMatrix:
     categorical: np.ndarray  # (n, q) int32 codes, -1 = missing (a category of its own)
     columns: tuple[str, ...]
     n: int
+    #: per categorical column the code of a suppressed cell ("any value"), -9 = none
+    wild: tuple[int, ...] = ()
 
 
 def prepare(tables: Sequence[EncodedTable], columns: Sequence[str],
-            rows: Sequence[np.ndarray | None] | None = None) -> list[MixedMatrix]:
-    """Scale and split jointly encoded tables over ``columns`` (ranges over all given tables)."""
+            rows: Sequence[np.ndarray | None] | None = None,
+            wildcards: Mapping[str, int] | None = None) -> list[MixedMatrix]:
+    """Scale and split jointly encoded tables over ``columns`` (ranges over all given tables).
+
+    ``wildcards``: categorical column -> the code of the release's suppressed cells, which are
+    at distance 0 from every value (riskcore.generalization)."""
     rows = rows or [None] * len(tables)
     num_cols = [c for c in columns if tables[0].column(c).values is not None]
     cat_cols = [c for c in columns if tables[0].column(c).values is None]
@@ -63,7 +69,8 @@ def prepare(tables: Sequence[EncodedTable], columns: Sequence[str],
         rng[~np.isfinite(rng) | (rng == 0)] = 1.0
         nums = [x / rng for x in nums]
     cols = tuple(num_cols) + tuple(cat_cols)
-    return [MixedMatrix(numeric=x, categorical=c, columns=cols, n=c.shape[0])
+    wild = tuple(int((wildcards or {}).get(c, -9)) for c in cat_cols)
+    return [MixedMatrix(numeric=x, categorical=c, columns=cols, n=c.shape[0], wild=wild)
             for x, c in zip(nums, cats)]
 
 
@@ -84,7 +91,12 @@ def _block(qn: np.ndarray, qc: np.ndarray, cand: MixedMatrix) -> np.ndarray:
             d = np.where(qnan & cnan, 1.0, np.where(qnan | cnan, np.inf, d))
         D += d
     for j in range(qc.shape[1]):
-        D += qc[:, j][:, None] != cand.categorical[:, j][None, :]
+        q, c = qc[:, j][:, None], cand.categorical[:, j][None, :]
+        w = cand.wild[j] if cand.wild else -9
+        if w != -9:  # a suppressed cell on either side matches anything
+            D += (q != c) & (q != w) & (c != w)
+        else:
+            D += q != c
     return D
 
 

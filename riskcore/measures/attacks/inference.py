@@ -13,7 +13,7 @@ n_ctrl = min(n_attacks, len(control)).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from .common import (
     check_attack_columns,
     overlap_warning,
     sample_rows,
+    with_alignment,
 )
 from .gower import kneighbors, prepare
 
@@ -68,8 +69,10 @@ def inference(
     regression: bool = False,
     tolerance: float = DEFAULT_TOLERANCE,
     seed: int = 0,
+    wildcards: Mapping[str, int] | None = None,
 ) -> MeasureResult:
-    """Inference risk for one secret (seed 002); per-value rates in ``details['by_value']``."""
+    """Inference risk for one secret (seed 002); per-value rates in ``details['by_value']``;
+    ``wildcards`` as in :func:`~riskcore.measures.attacks.gower.prepare`."""
     aux = list(aux)
     if secret in aux:
         raise ConfigError(f"inference: the secret '{secret}' is also an auxiliary column; "
@@ -94,7 +97,7 @@ def inference(
         ctrl_targets = sample_rows(rng, control.n, min(n_attacks, control.n))
     tabs = [released, original] + ([control] if control is not None else [])
     rows = [None, targets] + ([ctrl_targets] if control is not None else [])
-    mats = prepare(tabs, aux, rows)
+    mats = prepare(tabs, aux, rows, wildcards)
 
     sc = {name: t.column(secret) for name, t in tables.items()}
 
@@ -177,10 +180,15 @@ def _run(inputs: MeasureInputs, params: InferenceParams) -> MeasureResult:
     roles = inputs.released.roles
     secrets = _secrets(params, roles)
     aux = list(params.aux or roles.quasi_identifiers)
+    cols = list(dict.fromkeys([*aux, *secrets]))
+    refused = inputs.domain_check("inference", cols)
+    if refused is not None:
+        return refused
+    wild = inputs.wildcards(aux)
     per = {sec: inference(inputs.original, inputs.released, inputs.control, secret=sec,
                           aux=[a for a in aux if a != sec], n_attacks=params.n_attacks,
                           regression=params.regression, tolerance=params.tolerance,
-                          seed=inputs.seed) for sec in secrets}
+                          seed=inputs.seed, wildcards=wild) for sec in secrets}
     worst = max(per, key=lambda k: per[k].figures["risk"] or 0.0)
     # unprefixed: the worst secret's figures (risk_ci_high: the highest over the secrets)
     figures: dict[str, Any] = {**per[worst].figures,
@@ -189,12 +197,13 @@ def _run(inputs: MeasureInputs, params: InferenceParams) -> MeasureResult:
     for sec, res in per.items():
         for k, v in res.figures.items():
             figures[f"{sec}.{k}"] = v
-    return MeasureResult(
+    return with_alignment(MeasureResult(
         measure="inference", figures=figures,
         parameters={**params.model_dump(), "secrets": secrets, "aux": aux, "seed": inputs.seed},
         higher_is_riskier=_figures(params, roles),
         details={"worst_secret": worst, **{sec: r.details for sec, r in per.items()}},
-        warnings=tuple(f"{sec}: {w}" for sec, r in per.items() for w in r.warnings))
+        warnings=tuple(f"{sec}: {w}" for sec, r in per.items() for w in r.warnings)),
+        inputs, cols)
 
 
 def _figures(params: InferenceParams, roles: Roles) -> dict[str, bool]:

@@ -9,7 +9,7 @@ per target. ``rates_for(k)`` re-evaluates any k up to the searched one without a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +28,7 @@ from .common import (
     check_attack_columns,
     overlap_warning,
     sample_rows,
+    with_alignment,
 )
 from .gower import kneighbors, prepare
 
@@ -62,8 +63,10 @@ def linkability(
     n_attacks: int = DEFAULT_N_ATTACKS,
     n_neighbors: int = 1,
     seed: int = 0,
+    wildcards: Mapping[str, int] | None = None,
 ) -> MeasureResult:
-    """Linkability risk (seed 002). Figures per k in ``details['by_k']``."""
+    """Linkability risk (seed 002). Figures per k in ``details['by_k']``; ``wildcards`` as in
+    :func:`~riskcore.measures.attacks.gower.prepare`."""
     aux_a, aux_b = list(aux_a), list(aux_b)
     overlap = sorted(set(aux_a) & set(aux_b))
     if overlap:
@@ -91,7 +94,7 @@ def linkability(
     def neighbours(cols: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
         tabs = [released, original] + ([control] if control is not None else [])
         rows = [None, targets] + ([ctrl_targets] if control is not None else [])
-        mats = prepare(tabs, cols, rows)
+        mats = prepare(tabs, cols, rows, wildcards)
         nn_main, _ = kneighbors(mats[1], mats[0], n_neighbors)
         nn_ctrl = kneighbors(mats[2], mats[0], n_neighbors)[0] if control is not None else None
         return nn_main, nn_ctrl
@@ -158,9 +161,15 @@ def _run(inputs: MeasureInputs, params: LinkabilityParams) -> MeasureResult:
     if missing:
         return missing
     assert inputs.original is not None
-    return linkability(inputs.original, inputs.released, inputs.control, aux_a=params.aux_a,
-                       aux_b=params.aux_b, n_attacks=params.n_attacks,
-                       n_neighbors=params.n_neighbors, seed=inputs.seed)
+    cols = [*params.aux_a, *params.aux_b]
+    refused = inputs.domain_check("linkability", cols)
+    if refused is not None:
+        return refused
+    result = linkability(inputs.original, inputs.released, inputs.control, aux_a=params.aux_a,
+                         aux_b=params.aux_b, n_attacks=params.n_attacks,
+                         n_neighbors=params.n_neighbors, seed=inputs.seed,
+                         wildcards=inputs.wildcards(cols))
+    return with_alignment(result, inputs, cols)
 
 
 FAMILY = MeasureFamily(

@@ -22,7 +22,7 @@ All tables are deduplicated first. Every random step draws from one seeded gener
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -43,6 +43,7 @@ from .common import (
     check_attack_columns,
     dedup_rows,
     overlap_warning,
+    with_alignment,
 )
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 EQ, NE, LT, LE, GT, GE, ISNULL, NOTNULL = range(8)
 OP_NAMES = ["==", "!=", "<", "<=", ">", ">=", "is null", "is not null"]
 DEFAULT_MAX_ATTEMPTS = 200_000
+NO_WILDCARD = -9
 
 Predicate = tuple[int, int, float]  # (column index, operator, value: number or code)
 Query = tuple[Predicate, ...]
@@ -64,9 +66,12 @@ class _Arrays:
     cols: list[np.ndarray]
     numeric: list[bool]
     n: int
+    #: per column the code of a suppressed cell ("any value"), -9 where there is none
+    wild: tuple[int, ...] = ()
 
 
-def _arrays(table: EncodedTable, columns: Sequence[str]) -> _Arrays:
+def _arrays(table: EncodedTable, columns: Sequence[str],
+            wildcards: Mapping[str, int] | None = None) -> _Arrays:
     keep = dedup_rows(table, columns)
     cols, numeric = [], []
     for c in columns:
@@ -77,7 +82,8 @@ def _arrays(table: EncodedTable, columns: Sequence[str]) -> _Arrays:
         else:
             cols.append(col.codes[keep].astype(np.int64))
             numeric.append(False)
-    return _Arrays(cols, numeric, int(keep.size))
+    wild = tuple(int((wildcards or {}).get(c, NO_WILDCARD)) for c in columns)
+    return _Arrays(cols, numeric, int(keep.size), wild)
 
 
 def _pred_mask(a: _Arrays, pred: Predicate) -> np.ndarray:
@@ -88,6 +94,11 @@ def _pred_mask(a: _Arrays, pred: Predicate) -> np.ndarray:
         return missing
     if op == NOTNULL:
         return ~missing
+    w = a.wild[j] if a.wild else NO_WILDCARD
+    if w != NO_WILDCARD and op in (EQ, NE):  # a suppressed cell matches any value
+        if v == w:
+            return np.ones(x.shape, dtype=bool)
+        return ((x == v) if op == EQ else ((x != v) & ~missing)) | (x == w)
     with np.errstate(invalid="ignore"):
         if op == EQ:
             return x == v
@@ -262,8 +273,13 @@ def singling_out(
     mode: str = "multivariate",
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     seed: int = 0,
+    wildcards: Mapping[str, int] | None = None,
 ) -> MeasureResult:
-    """Singling-out risk (seed 002). Returns the ``singling_out`` measure."""
+    """Singling-out risk (seed 002). Returns the ``singling_out`` measure.
+
+    ``wildcards``: column -> code of the release's suppressed cells; a predicate on such a
+    value is always true and such a cell satisfies every equality (riskcore.generalization).
+    """
     if mode not in ("univariate", "multivariate"):
         raise ConfigError(f"singling-out mode must be univariate or multivariate, got {mode!r}")
     cols = list(columns or original.roles.quasi_identifiers)
@@ -277,8 +293,8 @@ def singling_out(
     if not 1 <= n_cols_eff <= len(cols):
         raise ConfigError(f"n_cols must lie in [1, {len(cols)}] (the attack columns)")
     rng = np.random.default_rng(seed)
-    ori, syn = _arrays(original, cols), _arrays(released, cols)
-    ctrl = _arrays(control, cols) if control is not None else None
+    ori, syn = _arrays(original, cols, wildcards), _arrays(released, cols, wildcards)
+    ctrl = _arrays(control, cols, wildcards) if control is not None else None
     warnings: list[str] = overlap_warning(original, control, cols)
     if mode == "univariate":
         queries = _univariate_queries(syn, n_attacks, rng)
@@ -344,10 +360,15 @@ def _run(inputs: MeasureInputs, params: SinglingOutParams) -> MeasureResult:
     if missing:
         return missing
     assert inputs.original is not None
-    return singling_out(inputs.original, inputs.released, inputs.control,
-                        columns=attack_columns(params, inputs.released.roles),
-                        n_attacks=params.n_attacks, n_cols=params.n_cols, mode=params.mode,
-                        max_attempts=params.max_attempts, seed=inputs.seed)
+    cols = attack_columns(params, inputs.released.roles)
+    refused = inputs.domain_check("singling_out", cols)
+    if refused is not None:
+        return refused
+    result = singling_out(inputs.original, inputs.released, inputs.control, columns=cols,
+                          n_attacks=params.n_attacks, n_cols=params.n_cols, mode=params.mode,
+                          max_attempts=params.max_attempts, seed=inputs.seed,
+                          wildcards=inputs.wildcards(cols))
+    return with_alignment(result, inputs, cols)
 
 
 FAMILY = MeasureFamily(

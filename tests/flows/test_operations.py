@@ -304,6 +304,7 @@ def test_a_fresh_prefect_home_gate_runs_with_a_private_server(tmp_path, example_
     cfg = yaml.safe_load((ROOT / "examples/gate.yaml").read_text())
     cfg.update(original=str(example_files["original"]), released=str(example_files["released"]),
                output_url=str(tmp_path / "out"), policy=str(ROOT / "examples/policy.yaml"))
+    cfg["generalization"]["region"] = {"hierarchy": str(example_files["region_hierarchy"])}
     path = tmp_path / "gate.yaml"
     path.write_text(yaml.safe_dump(cfg))
     done = _run(RISKGATE + ["gate", "--config", str(path)], env)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from ..data import ColumnType, EncodedTable, encode_tables
+from ..data import ColumnType, EncodedTable, encode_tables, looks_numeric
 from ..errors import ConfigError, InputError, RiskgateError, StorageError
 from ..generalization import Alignment, align_tables
 from ..measures import BY_NAME, MeasureInputs
@@ -108,7 +108,10 @@ def encode_aligned(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
     (declared or unambiguous generalizations, riskcore.generalization), then encoded."""
     roles = cfg.role_spec
     columns = [c for c in (*roles.quasi_identifiers, *roles.sensitive)]
-    numeric = [c for c, t in roles.types.items() if t.is_numeric]
+    # compared as numbers (distances, never "equal or not"): typed numeric, or untyped and
+    # numbers in the release and the original alike
+    numeric = [c for c in columns if (roles.types[c].is_numeric if c in roles.types else all(
+        looks_numeric(df[c]) for df in frames.values() if c in df.columns))]
     aligned, alignment = align_tables(
         frames, columns, cfg.generalization_specs(), numeric=numeric, tokens=cfg.suppressed,
         min_comparable=cfg.min_comparable, storage_options=storage_options)

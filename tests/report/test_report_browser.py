@@ -65,7 +65,8 @@ def every_family(example_files, tmp_path_factory):
                                        "inference.risk <= 0.5"]}
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
                       str(out), measures=EVERY_FAMILY, roles=ROLES, release_id="every-family",
-                      policy=policy)
+                      policy=policy, generalization={
+                          "region": {"hierarchy": str(example_files["region_hierarchy"])}})
     return _run(cfg, "every-family")
 
 

@@ -134,7 +134,9 @@ def test_bundled_example_report_in_chromium(example_files, tmp_path):
     cfg = load_gate_config(demo).model_dump(mode="json")
     cfg.update(original=str(example_files["original"]), released=str(example_files["released"]),
                output_url=str(tmp_path), policy=str(demo.parent / "policy.yaml"))
+    cfg["generalization"]["region"] = {"hierarchy": str(example_files["region_hierarchy"])}
     outcome, run = _run(cfg, "demo")
+    assert outcome["verdict"] != "ERROR", outcome
     page = check_page(run / "report.html", ARTIFACTS / "report-demo.png", chromium=exe)
     assert page.problems() == []
     assert page.verdict == outcome["verdict"] and page.verdict_visible

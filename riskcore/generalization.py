@@ -27,6 +27,9 @@ value": it matches every value in the attacks (Gower distance 0 for that column;
 predicate on it is always true), so suppression never *hides* risk; it lowers it only by what
 the attacker cannot use.
 
+The alignment itself (tables in, tables out) is :mod:`riskcore.alignment`; this module holds
+what a config declares, so that loading a config needs no table library.
+
 Undeclared columns are detected when unambiguous: every released label of a column the
 original holds as numbers parses as an interval, or every label is a suffix mask. What was
 declared or detected, and the share of the original's values that can be compared with the
@@ -38,22 +41,22 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import ConfigError, InputError, where
+from .errors import ConfigError
 
-__all__ = ["Alignment", "ColumnAlignment", "GeneralizationSpec", "align_tables",
-           "parse_interval", "parse_spec"]
+__all__ = ["DEFAULT_MIN_COMPARABLE", "DEFAULT_SUPPRESSED", "NUMERIC_KINDS",
+           "GeneralizationSpec", "Interval", "parse_interval", "parse_spec"]
 
 DEFAULT_SUPPRESSED = ("*",)
 DEFAULT_MIN_COMPARABLE = 0.5
-MAX_HIERARCHY_BYTES = 256 * 2**20
+#: declarations whose aligned values stay numbers (the others make the column labels)
+NUMERIC_KINDS = frozenset({"round", "top_code"})
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -182,300 +185,3 @@ def parse_spec(raw: Any, column: str, source: str = "gate config") -> Generaliza
         loc = ".".join(str(p) for p in err.get("loc", ()))
         detail = f"{loc}: {err['msg']}" if loc else str(err["msg"])
         raise ConfigError(f"{where_}: {detail}; write one of {forms}") from None
-
-
-@dataclass(frozen=True)
-class ColumnAlignment:
-    """How one column of the original was put into the release's domain.
-
-    Attributes:
-        column: the column name.
-        how: 'declared: <kind>', 'detected: <kind>', or 'as is'.
-        comparable: the share of the original's non-missing values that equal a released
-            value after alignment (numbers of a numeric column count as comparable).
-        suppressed: the share of released cells that are suppression tokens.
-    """
-
-    column: str
-    how: str
-    comparable: float
-    suppressed: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"column": self.column, "how": self.how,
-                "comparable": round(self.comparable, 6), "suppressed": round(self.suppressed, 6)}
-
-
-@dataclass(frozen=True)
-class Alignment:
-    """The alignment of a run: per column, and the threshold of the domain check."""
-
-    columns: Mapping[str, ColumnAlignment] = field(default_factory=dict)
-    min_comparable: float = DEFAULT_MIN_COMPARABLE
-    suppressed_tokens: tuple[str, ...] = DEFAULT_SUPPRESSED
-
-    def below(self, columns: Sequence[str]) -> list[ColumnAlignment]:
-        """The columns among ``columns`` whose comparable share is under the threshold."""
-        return [self.columns[c] for c in columns
-                if c in self.columns and self.columns[c].comparable < self.min_comparable]
-
-    def partly(self, columns: Sequence[str]) -> list[str]:
-        """The columns among ``columns`` that are not fully comparable."""
-        return [c for c in columns if c in self.columns and self.columns[c].comparable < 1.0]
-
-    def insufficient_reason(self, columns: Sequence[str]) -> str | None:
-        """Why an attack on ``columns`` cannot be trusted, or None."""
-        low = self.below(columns)
-        if not low:
-            return None
-        parts = [f"column '{c.column}': {c.comparable:.0%} of the original's values can be "
-                 "compared with the release's" for c in low]
-        return ("; ".join(parts) + f" (the domain check needs {self.min_comparable:.0%}); "
-                "declare how the column was generalized under 'generalization:' in the gate "
-                "config (interval, {width: w}, {round: r}, {mask: '*'}, {hierarchy: URL})")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"min_comparable": self.min_comparable,
-                "suppressed_tokens": list(self.suppressed_tokens),
-                "columns": [c.to_dict() for c in self.columns.values()]}
-
-
-def _text(s: pd.Series) -> pd.Series:
-    """The column as text (missing stays missing; whole floats lose their '.0')."""
-    def one(v: Any) -> str | None:
-        if isinstance(v, str):
-            return v
-        if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
-            return None
-        if isinstance(v, float) and v.is_integer():
-            return str(int(v))
-        return str(v)
-
-    return s.astype(object).map(one)
-
-
-def _numbers(s: pd.Series) -> pd.Series:
-    return pd.to_numeric(s, errors="coerce")
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
-
-
-def _map_intervals(values: pd.Series, labels: Sequence[str], table: str, col: str
-                   ) -> pd.Series:
-    """Each number -> the narrowest released interval label containing it (None if none)."""
-    parsed = [(lab, iv) for lab in sorted(labels) if (iv := parse_interval(lab)) is not None]
-    x = _numbers(values)
-    uniq = pd.unique(x.dropna())
-    out: dict[float, str] = {}
-    if parsed and len(uniq):
-        u = np.asarray(uniq, dtype=float)
-        best_w = np.full(u.shape, np.inf)
-        best = np.full(u.shape, -1)
-        for i, (_, iv) in enumerate(parsed):
-            inside = iv.contains(u)
-            better = inside & (iv.width < best_w)
-            best_w[better] = iv.width
-            best[better] = i
-        out = {float(v): parsed[b][0] for v, b in zip(u, best) if b >= 0}
-    return x.map(lambda v: out.get(float(v)) if pd.notna(v) else None)
-
-
-def _map_width(values: pd.Series, labels: Sequence[str], width: float) -> pd.Series:
-    starts: dict[float, str] = {}
-    for lab in sorted(labels):
-        iv = parse_interval(lab)
-        if iv is not None and math.isfinite(iv.lo):
-            starts.setdefault(iv.lo, lab)
-    x = _numbers(values)
-    lo = np.floor(x / width) * width
-
-    def label(v: float) -> str | None:
-        if pd.isna(v):
-            return None
-        if v in starts:
-            return starts[v]
-        hi = v + width - 1 if float(width).is_integer() else v + width
-        return f"{_fmt(v)}-{_fmt(hi)}"
-
-    return lo.map(label)
-
-
-def _map_mask(values: pd.Series, labels: Sequence[str], mask: str) -> pd.Series:
-    known = set(labels)
-    text = _text(values)
-    uniq = [v for v in pd.unique(text) if isinstance(v, str)]
-    out: dict[str, str] = {}
-    for v in uniq:
-        for k in range(len(v) + 1):
-            cand = v[:len(v) - k] + mask * k
-            if cand in known:
-                out[v] = cand
-                break
-    return text.map(lambda v: out.get(v) if v is not None else None)
-
-
-def read_hierarchy(url: str, storage_options: Mapping[str, Any] | None, col: str
-                   ) -> dict[str, list[str]]:
-    """An ARX hierarchy: original value -> its labels, finest level first."""
-    import io
-
-    from .storage import read_bytes
-
-    raw = read_bytes(url, storage_options, max_bytes=MAX_HIERARCHY_BYTES,
-                     what=f"hierarchy of column '{col}'",
-                     too_large="an ARX hierarchy file should be far smaller").data
-    frame = pd.read_csv(io.BytesIO(raw), sep=";", header=None, dtype=str, keep_default_na=False,
-                        engine="python")
-    if frame.shape[1] < 2:
-        raise InputError(f"hierarchy of column '{col}' ('{url}') has fewer than two columns; "
-                         "an ARX hierarchy is ';'-separated: the original value, then one "
-                         "column per level")
-    return {str(r[0]).strip(): [str(v).strip() for v in r[1:]]
-            for r in frame.itertuples(index=False, name=None)}
-
-
-def _map_hierarchy(values: pd.Series, labels: Sequence[str], levels: dict[str, list[str]],
-                   table: str, col: str, url: str) -> pd.Series:
-    known = set(labels)
-    text = _text(values).map(lambda v: v.strip() if v is not None else None)
-    missing = text.notna() & ~text.isin(list(levels))
-    if missing.any():
-        rows = np.flatnonzero(missing.to_numpy())[:5].tolist()
-        raise InputError(
-            f"{where(table, col)}: {int(missing.sum())} value(s) are not in the hierarchy "
-            f"'{url}' (rows {rows}); add them to the hierarchy's first column")
-    out: dict[str, str] = {}
-    for v, path in levels.items():
-        for lab in [v, *path]:
-            if lab in known:
-                out[v] = lab
-                break
-        else:
-            out[v] = path[-1] if path else v
-    return text.map(lambda v: out.get(v) if v is not None else None)
-
-
-def _detect(original: pd.Series, labels: Sequence[str], mask_chars: str = "*"
-            ) -> str | None:
-    """'interval' or 'mask' when the released labels unambiguously say so, else None."""
-    if not labels or original.dropna().empty:
-        return None
-    numeric = _numbers(original).notna().mean() >= 0.99
-    if numeric and all(parse_interval(lab) is not None for lab in labels):
-        return "interval"
-    masked = [lab for lab in labels if lab.endswith(mask_chars)]
-    if masked and len(masked) == len(labels) or (
-            masked and all(re.fullmatch(r"[^*]*\**", lab) for lab in labels)
-            and len(masked) >= 0.5 * len(labels)):
-        return "mask"
-    return None
-
-
-def _released_labels(released: pd.Series, tokens: Sequence[str]) -> list[str]:
-    text = _text(released)
-    return [v for v in pd.unique(text) if isinstance(v, str) and v not in tokens]
-
-
-def align_column(col: str, spec: GeneralizationSpec | None, released: pd.Series,
-                 others: Mapping[str, pd.Series], tokens: Sequence[str],
-                 numeric: bool, storage_options: Mapping[str, Any] | None = None,
-                 ) -> tuple[dict[str, pd.Series], ColumnAlignment]:
-    """Map the other tables' values of ``col`` into the release's domain.
-
-    Args:
-        col: the column.
-        spec: its declaration, or None (detected when unambiguous, else left as is).
-        released: the released column as read.
-        others: table name -> the column in the original, control, identification tables.
-        tokens: suppression tokens of the release.
-        numeric: the column is compared as numbers (no generalization detected on it).
-    """
-    labels = _released_labels(released, tokens)
-    rel_text = _text(released)
-    suppressed = float(rel_text.isin(list(tokens)).mean()) if len(rel_text) else 0.0
-    how = "as is"
-    kind: str | None = spec.kind if spec is not None else None
-    if spec is None and "original" in others:
-        detected = _detect(others["original"], labels)
-        if detected == "interval":
-            spec, how = IntervalSpec(), "detected: interval"
-        elif detected == "mask":
-            spec, how = MaskSpec(mask="*"), "detected: mask '*'"
-        kind = spec.kind if spec is not None else None
-    elif spec is not None:
-        how = f"declared: {kind}"
-    levels = (read_hierarchy(spec.hierarchy, storage_options, col)
-              if isinstance(spec, HierarchySpec) else None)
-    aligned: dict[str, pd.Series] = {}
-    for table, s in others.items():
-        if isinstance(spec, IntervalSpec) and spec.width is None:
-            aligned[table] = _map_intervals(s, labels, table, col)
-        elif isinstance(spec, IntervalSpec):
-            aligned[table] = _map_width(s, labels, float(spec.width or 1))
-        elif isinstance(spec, RoundSpec):
-            x = _numbers(s)
-            aligned[table] = np.sign(x) * np.floor(np.abs(x) / spec.round + 0.5) * spec.round
-        elif isinstance(spec, TopCodeSpec):
-            x = _numbers(s)
-            if spec.top_code is not None:
-                x = x.where(~(x > spec.top_code), spec.top_code)
-            if spec.bottom_code is not None:
-                x = x.where(~(x < spec.bottom_code), spec.bottom_code)
-            aligned[table] = x
-        elif isinstance(spec, MaskSpec):
-            aligned[table] = _map_mask(s, labels, spec.mask)
-        elif isinstance(spec, HierarchySpec):
-            assert levels is not None
-            aligned[table] = _map_hierarchy(s, labels, levels, table, col, spec.hierarchy)
-        else:
-            aligned[table] = s
-    share = 1.0
-    ori = aligned.get("original")
-    if ori is not None and labels:  # a wholly suppressed column matches anything
-        present = others["original"].notna()
-        if kind in ("round", "top_code") or (spec is None and numeric):
-            share = 1.0
-        else:
-            ok = _text(ori).isin(labels) & present
-            share = float(ok.sum() / present.sum()) if present.sum() else 1.0
-    return aligned, ColumnAlignment(col, how, share, suppressed)
-
-
-def align_tables(frames: Mapping[str, pd.DataFrame], columns: Sequence[str],
-                 declared: Mapping[str, GeneralizationSpec], numeric: Sequence[str] = (),
-                 tokens: Sequence[str] = DEFAULT_SUPPRESSED,
-                 min_comparable: float = DEFAULT_MIN_COMPARABLE,
-                 storage_options: Mapping[str, Any] | None = None,
-                 ) -> tuple[dict[str, pd.DataFrame], Alignment]:
-    """Every table but the release with ``columns`` mapped into the release's domain.
-
-    Returns the new frames (the release unchanged; others copied only where a column changed)
-    and the alignment record (per column: how, comparable share, suppressed share).
-    """
-    if "released" not in frames:
-        return dict(frames), Alignment(min_comparable=min_comparable,
-                                       suppressed_tokens=tuple(tokens))
-    out = {name: df for name, df in frames.items()}
-    record: dict[str, ColumnAlignment] = {}
-    numeric_set = set(numeric)
-    for col in columns:
-        if col not in frames["released"].columns:
-            continue
-        others = {n: df[col] for n, df in frames.items() if n != "released" and col in df.columns}
-        if not others:
-            continue
-        spec = declared.get(col)
-        aligned, info = align_column(col, spec, frames["released"][col], others, tokens,
-                                     numeric=col in numeric_set and spec is None,
-                                     storage_options=storage_options)
-        record[col] = info
-        if info.how == "as is":
-            continue
-        for name, s in aligned.items():
-            if out[name] is frames[name]:
-                out[name] = frames[name].copy()
-            out[name][col] = s.astype(object).where(s.notna(), None) \
-                if spec is None or spec.kind not in ("round", "top_code") else s
-    return out, Alignment(record, min_comparable=min_comparable, suppressed_tokens=tuple(tokens))

@@ -30,6 +30,7 @@ from ..errors import ConfigError, RiskgateError, config_error
 from ..generalization import (
     DEFAULT_MIN_COMPARABLE,
     DEFAULT_SUPPRESSED,
+    NUMERIC_KINDS,
     GeneralizationSpec,
     parse_spec,
 )
@@ -183,7 +184,7 @@ class TablesConfig(_Model):
         roles = self.roles.to_roles()
         labelled = {col: ColumnType.CATEGORICAL for col, spec in
                     self.generalization_specs().items()
-                    if spec.kind in ("interval", "mask", "hierarchy") and col not in roles.types}
+                    if spec.kind not in NUMERIC_KINDS and col not in roles.types}
         if not labelled:
             return roles
         return replace(roles, types={**roles.types, **labelled})

@@ -23,9 +23,9 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from ..alignment import Alignment, align_tables
 from ..data import ColumnType, EncodedTable, encode_tables, looks_numeric
 from ..errors import ConfigError, InputError, RiskgateError, StorageError
-from ..generalization import Alignment, align_tables
 from ..measures import BY_NAME, MeasureInputs
 from ..measures.family import Params
 from ..redact import redact, redact_text
@@ -107,7 +107,7 @@ def encode_aligned(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
     """The original's (control's, identification's) values mapped into the release's domain
     (declared or unambiguous generalizations, riskcore.generalization), then encoded."""
     roles = cfg.role_spec
-    columns = [c for c in (*roles.quasi_identifiers, *roles.sensitive)]
+    columns = [*roles.quasi_identifiers, *roles.sensitive]
     # compared as numbers (distances, never "equal or not"): typed numeric, or untyped and
     # numbers in the release and the original alike
     numeric = [c for c in columns if (roles.types[c].is_numeric if c in roles.types else all(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -21,9 +21,9 @@ from ..results import MeasureResult, Status, not_computable
 from ..roles import MissingPolicy, Roles
 
 if TYPE_CHECKING:
+    from ..alignment import Alignment
     from ..data import EncodedTable
     from ..equivalence import ClassFrequencies
-    from ..generalization import Alignment
 
 #: report sections, in page order: (key, title)
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -125,7 +125,10 @@ class MeasureInputs:
     def wildcards(self, columns: Sequence[str]) -> dict[str, int]:
         """Column -> the code of the release's suppression token in it (cells that mean "any
         value"), for the columns where the release holds one."""
-        tokens = self.alignment.suppressed_tokens if self.alignment is not None else ("*",)
+        from ..generalization import DEFAULT_SUPPRESSED
+
+        tokens = (self.alignment.suppressed_tokens if self.alignment is not None
+                  else DEFAULT_SUPPRESSED)
         out: dict[str, int] = {}
         for c in columns:
             col = self.released.column(c)
@@ -158,6 +161,16 @@ class MeasureInputs:
             return []
         return [self.alignment.columns[c].to_dict() for c in columns
                 if c in self.alignment.columns]
+
+    def with_alignment(self, result: MeasureResult, columns: Sequence[str]) -> MeasureResult:
+        """The result with the alignment of its columns in its details: how each was put into
+        the release's domain and the share of comparable values; ``partly_comparable`` lists
+        the columns not fully comparable (the policy's ``on_inconclusive`` default reads it)."""
+        if self.alignment is None:
+            return result
+        return replace(result, details={**result.details,
+                                        "alignment": self.alignment_of(columns),
+                                        "partly_comparable": self.alignment.partly(columns)})
 
 
 RunFn = Callable[[MeasureInputs, Any], MeasureResult]

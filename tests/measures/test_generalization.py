@@ -126,7 +126,8 @@ def test_suppressed_cells_give_a_risk_between_none_and_all_suppressed(demo):
 
 
 def test_round_and_top_code_and_mask_align_numbers_and_codes():
-    from riskcore.generalization import align_tables, parse_spec
+    from riskcore.alignment import align_tables
+    from riskcore.generalization import parse_spec
 
     ori = pd.DataFrame({"income": ["12345", "67890", "250000"], "zip": ["12345", "12399", "9"],
                         "age": ["93", "40", "17"]})

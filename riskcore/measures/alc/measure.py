@@ -4,7 +4,6 @@ family's parameters, its adapter from the gate's encoded tables, its figures and
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -78,14 +77,13 @@ def _run(inputs: MeasureInputs, params: ALCParams) -> MeasureResult:
     assert inputs.original is not None
     roles = inputs.released.roles
     columns = list(roles.quasi_identifiers) + list(roles.sensitive)
-    used = list(dict.fromkeys([*(params.known or roles.quasi_identifiers),
-                               *_secrets(params, roles)]))
+    secrets = _secrets(params, roles)
+    used = list(dict.fromkeys([*(params.known or roles.quasi_identifiers), *secrets]))
     refused = inputs.domain_check("alc", used)
     if refused is not None:
         return refused
     data = from_encoded([inputs.original, inputs.released], columns, types=params.types,
                         household=roles.household)
-    secrets = _secrets(params, roles)
     known = list(params.known or roles.quasi_identifiers)
     scenarios = build_scenarios(data, params.scenarios, secrets,
                                 None if params.scenarios == "auto" else known,
@@ -97,11 +95,8 @@ def _run(inputs: MeasureInputs, params: ALCParams) -> MeasureResult:
                             progress=lambda done, total, _s: progress.tick("attacks", done,
                                                                             total),
                             recall=params.recall, baseline=params.baseline)
-    result = alc_result(results, params, secrets, known, data.kinds, inputs.seed)
-    if inputs.alignment is None:
-        return result
-    return replace(result, details={**result.details, "alignment": inputs.alignment_of(used),
-                                    "partly_comparable": inputs.alignment.partly(used)})
+    return inputs.with_alignment(
+        alc_result(results, params, secrets, known, data.kinds, inputs.seed), used)
 
 
 def alc_result(results: list[ALCResult], params: ALCParams, secrets: list[str],

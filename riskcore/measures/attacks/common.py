@@ -4,7 +4,6 @@ share codes across tables), the checks on them, target sampling and the result t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ...data import EncodedTable
-    from ..family import MeasureInputs
 
 
 DEFAULT_N_ATTACKS = 500
@@ -133,19 +131,6 @@ def attack_result(measure: str, main: Rate, baseline: Rate, control: Rate | None
         details={"risk_ci": list(risk.ci), **(details or {})},
         warnings=tuple(warns),
     )
-
-
-def with_alignment(result: MeasureResult, inputs: MeasureInputs, columns: Sequence[str]
-                   ) -> MeasureResult:
-    """The result with the alignment of its columns in its details: how each was put into the
-    release's domain and the share of comparable values; ``partly_comparable`` lists the
-    columns not fully comparable (the policy's ``on_inconclusive`` default reads it)."""
-    if inputs.alignment is None:
-        return result
-    partly = inputs.alignment.partly(columns)
-    return replace(result, details={**result.details,
-                                    "alignment": inputs.alignment_of(columns),
-                                    "partly_comparable": partly})
 
 
 #: an attack whose risk interval lies wholly above this has shown serious disclosure

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 
 DEFAULT_MAX_CELLS = 4_000_000
+#: the code standing for "this column has no suppressed cells" (codes are >= -1)
+NO_WILDCARD = -9
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class MixedMatrix:
     categorical: np.ndarray  # (n, q) int32 codes, -1 = missing (a category of its own)
     columns: tuple[str, ...]
     n: int
-    #: per categorical column the code of a suppressed cell ("any value"), -9 = none
+    #: per categorical column the code of a suppressed cell ("any value"), or NO_WILDCARD
     wild: tuple[int, ...] = ()
 
 
@@ -69,7 +71,7 @@ def prepare(tables: Sequence[EncodedTable], columns: Sequence[str],
         rng[~np.isfinite(rng) | (rng == 0)] = 1.0
         nums = [x / rng for x in nums]
     cols = tuple(num_cols) + tuple(cat_cols)
-    wild = tuple(int((wildcards or {}).get(c, -9)) for c in cat_cols)
+    wild = tuple(int((wildcards or {}).get(c, NO_WILDCARD)) for c in cat_cols)
     return [MixedMatrix(numeric=x, categorical=c, columns=cols, n=c.shape[0], wild=wild)
             for x, c in zip(nums, cats)]
 
@@ -92,8 +94,8 @@ def _block(qn: np.ndarray, qc: np.ndarray, cand: MixedMatrix) -> np.ndarray:
         D += d
     for j in range(qc.shape[1]):
         q, c = qc[:, j][:, None], cand.categorical[:, j][None, :]
-        w = cand.wild[j] if cand.wild else -9
-        if w != -9:  # a suppressed cell on either side matches anything
+        w = cand.wild[j] if cand.wild else NO_WILDCARD
+        if w != NO_WILDCARD:  # a suppressed cell on either side matches anything
             D += (q != c) & (q != w) & (c != w)
         else:
             D += q != c

@@ -32,7 +32,6 @@ from .common import (
     check_attack_columns,
     overlap_warning,
     sample_rows,
-    with_alignment,
 )
 from .gower import kneighbors, prepare
 
@@ -197,13 +196,13 @@ def _run(inputs: MeasureInputs, params: InferenceParams) -> MeasureResult:
     for sec, res in per.items():
         for k, v in res.figures.items():
             figures[f"{sec}.{k}"] = v
-    return with_alignment(MeasureResult(
+    return inputs.with_alignment(MeasureResult(
         measure="inference", figures=figures,
         parameters={**params.model_dump(), "secrets": secrets, "aux": aux, "seed": inputs.seed},
         higher_is_riskier=_figures(params, roles),
         details={"worst_secret": worst, **{sec: r.details for sec, r in per.items()}},
         warnings=tuple(f"{sec}: {w}" for sec, r in per.items() for w in r.warnings)),
-        inputs, cols)
+        cols)
 
 
 def _figures(params: InferenceParams, roles: Roles) -> dict[str, bool]:

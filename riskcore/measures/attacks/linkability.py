@@ -28,7 +28,6 @@ from .common import (
     check_attack_columns,
     overlap_warning,
     sample_rows,
-    with_alignment,
 )
 from .gower import kneighbors, prepare
 
@@ -169,7 +168,7 @@ def _run(inputs: MeasureInputs, params: LinkabilityParams) -> MeasureResult:
                          aux_b=params.aux_b, n_attacks=params.n_attacks,
                          n_neighbors=params.n_neighbors, seed=inputs.seed,
                          wildcards=inputs.wildcards(cols))
-    return with_alignment(result, inputs, cols)
+    return inputs.with_alignment(result, cols)
 
 
 FAMILY = MeasureFamily(

@@ -43,8 +43,8 @@ from .common import (
     check_attack_columns,
     dedup_rows,
     overlap_warning,
-    with_alignment,
 )
+from .gower import NO_WILDCARD
 
 if TYPE_CHECKING:
     from ...data import EncodedTable
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 EQ, NE, LT, LE, GT, GE, ISNULL, NOTNULL = range(8)
 OP_NAMES = ["==", "!=", "<", "<=", ">", ">=", "is null", "is not null"]
 DEFAULT_MAX_ATTEMPTS = 200_000
-NO_WILDCARD = -9
 
 Predicate = tuple[int, int, float]  # (column index, operator, value: number or code)
 Query = tuple[Predicate, ...]
@@ -66,7 +65,7 @@ class _Arrays:
     cols: list[np.ndarray]
     numeric: list[bool]
     n: int
-    #: per column the code of a suppressed cell ("any value"), -9 where there is none
+    #: per column the code of a suppressed cell ("any value"), or NO_WILDCARD
     wild: tuple[int, ...] = ()
 
 
@@ -368,7 +367,7 @@ def _run(inputs: MeasureInputs, params: SinglingOutParams) -> MeasureResult:
                           n_attacks=params.n_attacks, n_cols=params.n_cols, mode=params.mode,
                           max_attempts=params.max_attempts, seed=inputs.seed,
                           wildcards=inputs.wildcards(cols))
-    return with_alignment(result, inputs, cols)
+    return inputs.with_alignment(result, cols)
 
 
 FAMILY = MeasureFamily(

@@ -172,3 +172,30 @@ def run_gate_flow(config: Any, **kwargs: Any) -> dict[str, Any]:
 
     state = release_gate(config=config, return_state=True, **kwargs)
     return {**outcome_of(state), "state_type": state.type.value, "state_name": state.name}
+
+
+def wait_for_paused_run(name_like: str, timeout_s: float = 120.0) -> Any:
+    """The first flow run whose name contains ``name_like`` once it is PAUSED (AssertionError
+    after ``timeout_s``)."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    wanted = FlowRunFilter(
+        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])),
+        name=FlowRunFilterName(like_=name_like))
+    deadline = time.monotonic() + timeout_s
+    with get_client(sync_client=True) as client:
+        while time.monotonic() < deadline:
+            runs = client.read_flow_runs(flow_run_filter=wanted)
+            if runs:
+                return runs[0]
+            time.sleep(0.5)
+    raise AssertionError(f"no run named like '{name_like}' paused within {timeout_s:.0f} s")

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT, gate_config, run_gate_flow
+from tests.conftest import ROOT, gate_config, run_gate_flow, wait_for_paused_run
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +54,9 @@ def test_dask_local_cluster_gives_the_same_decision_and_figures(example_files, t
 
 
 def test_paused_review_resumed_with_approval_ends_approved(example_files, tmp_path):
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        FlowRunFilter,
-        FlowRunFilterName,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
-    from prefect.client.schemas.objects import StateType
     from prefect.flow_runs import resume_flow_run
+
+    from riskgate.flows.limits import GATE_LIMIT, set_limits
 
     policy = {"version": 1, "checks": [{"figure": "k_anonymity.k", "min": 100,
                                         "review_min": 1}]}
@@ -73,24 +66,12 @@ def test_paused_review_resumed_with_approval_ends_approved(example_files, tmp_pa
     result: dict = {}
     t = threading.Thread(target=lambda: result.update(run_gate_flow(cfg)))
     t.start()
-    paused = None
-    with get_client(sync_client=True) as client:
-        for _ in range(240):
-            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])),
-                name=FlowRunFilterName(like_="review")))
-            if runs:
-                paused = runs[0]
-                break
-            time.sleep(0.5)
-        assert paused is not None, "the gate never paused for review"
-        # everything but decision.json is written before the reviewer is asked
-        folder = tmp_path / "out" / "review" / str(paused.id)
-        assert (folder / "report.html").exists() and (folder / "measures.json").exists()
-        assert not (folder / "decision.json").exists()
-        from riskgate.flows.limits import GATE_LIMIT, set_limits
-
-        assert set_limits()[GATE_LIMIT]["active_slots"] == 0  # the pause holds no gate slot
+    paused = wait_for_paused_run("review")
+    # everything but decision.json is written before the reviewer is asked
+    folder = tmp_path / "out" / "review" / str(paused.id)
+    assert (folder / "report.html").exists() and (folder / "measures.json").exists()
+    assert not (folder / "decision.json").exists()
+    assert set_limits()[GATE_LIMIT]["active_slots"] == 0  # the pause holds no gate slot
     resume_flow_run(paused.id, run_input={"approve": True, "reviewer": "dpo@example.org",
                                           "comment": "l-diversity acceptable for this use"})
     t.join(timeout=120)

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, wait_for_paused_run
 
 pytestmark = pytest.mark.integration
 RISKGATE = [sys.executable, "-m", "riskgate.flows.cli"]
@@ -186,8 +186,6 @@ def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
     from prefect.client.schemas.filters import (
         FlowRunFilter,
         FlowRunFilterName,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
     )
     from prefect.client.schemas.objects import StateType
     from prefect.flow_runs import resume_flow_run
@@ -196,17 +194,8 @@ def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
                                    "s3://ops-data/census/released-v2.csv", "--config",
                                    "s3://ops-config/gate-review.yaml"], ops["env"])
     assert paused_emit.returncode == 0, paused_emit.stderr
-    paused = None
     with get_client(sync_client=True) as client:
-        for _ in range(120):
-            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])),
-                name=FlowRunFilterName(like_="ops-review")))
-            if runs:
-                paused = runs[0]
-                break
-            time.sleep(1)
-        assert paused is not None, "the review never paused"
+        paused = wait_for_paused_run("ops-review")
         # the report and measures exist before the reviewer is asked; decision.json does not
         keys = [o["Key"] for o in ops["s3"].client().list_objects_v2(
             Bucket="ops-out", Prefix="riskgate/ops-review/").get("Contents", [])]

@@ -35,7 +35,13 @@ from riskcore.gate.config import Gate, config_mapping, load_gate
 from riskcore.gate.policy import CheckVerdict, Decision, Verdict
 from riskcore.gate.run import RunOutcome, error_outcome, error_record, now_iso, run_gate, write_run
 from riskcore.gate.tables import TableInfo
-from riskcore.gate.trigger import TRIGGER_EVENT, TriggerPayload, parse_payload, payload_sha256
+from riskcore.gate.trigger import (
+    RELEASE_ID_PATTERN,
+    TRIGGER_EVENT,
+    TriggerPayload,
+    parse_payload,
+    payload_sha256,
+)
 from riskcore.measures import MeasureInputs
 from riskcore.redact import install_log_redaction, redact_text
 from riskcore.results import MeasureResult
@@ -50,7 +56,7 @@ from .limits import GateSlot, ensure_defaults, take_trigger_rate
 
 #: the Prefect Variable that holds the nightly re-check's config URL
 NIGHTLY_CONFIG_VARIABLE = "riskgate_nightly_config"
-RELEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RELEASE_ID = re.compile(RELEASE_ID_PATTERN)
 STATE_NAMES = {"APPROVED": "Approved", "NEEDS_REVIEW": "NeedsReview", "REJECTED": "Rejected",
                "ERROR": "Error"}
 

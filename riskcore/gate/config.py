@@ -41,6 +41,7 @@ from ..roles import ColumnType, MissingPolicy, Roles
 from ..storage import check_storage_options, check_url, parent, resolve
 from .documents import read_document
 from .policy import Policy, load_policy
+from .trigger import RELEASE_ID_PATTERN
 
 DEFAULT_NA_VALUES = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 DEFAULT_MAX_TABLE_MB = 2048.0
@@ -199,7 +200,7 @@ class TablesConfig(_Model):
 class GateConfig(TablesConfig):
     """Everything one gate run needs; see examples/gate.yaml."""
 
-    release_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    release_id: str = Field(pattern=RELEASE_ID_PATTERN)
     original: str
     output_url: str
     measures: dict[str, SerializeAsAny[Params]] = Field(

@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import ConfigError, config_error
 from ..redact import find_credentials
 
+#: what a release id may be: it names folders, tags and runs
+RELEASE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
 TRIGGER_EVENT = "riskgate.anonymization.completed"
 SHA256 = r"^[0-9a-f]{64}$"
 
@@ -29,7 +32,7 @@ class TriggerPayload(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    release_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    release_id: str = Field(pattern=RELEASE_ID_PATTERN)
     released: str = Field(min_length=1, description="URL of the released table to gate")
     config: str | None = Field(None, description="gate config URL (default: the deployment's)")
     original: str | None = None

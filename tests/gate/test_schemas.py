@@ -20,7 +20,7 @@ def test_every_schema_is_a_valid_draft_2020_12_schema():
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
+def demo_run(prefect_server, tmp_path_factory):
     """The bundled example through the real gate, from the command line."""
     root = Path(__file__).resolve().parents[2]
     out = tmp_path_factory.mktemp("schemas")
@@ -33,8 +33,9 @@ def demo_run(tmp_path_factory):
     done = subprocess.run([*exe, "gate", "--config", str(out / "gate.yaml"), "--json",
                            "--report-detail", "full"],
                           capture_output=True, text=True, cwd=root)
-    run = next((out / "data/runs").glob("*/*/decision.json")).parent
-    return done, run
+    decisions = list((out / "data/runs").glob("*/*/decision.json"))
+    assert len(decisions) == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    return done, decisions[0].parent
 
 
 def test_gate_outputs_validate_and_exit_code_matches_the_verdict(demo_run):

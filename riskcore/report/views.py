@@ -217,6 +217,19 @@ def _whiskers(f: Mapping[str, Any], prefix: str) -> list[plots.Whisker]:
     return ws
 
 
+def alignment_view(by_name: Mapping[str, Mapping[str, Any]], names: Sequence[str]
+                   ) -> list[dict[str, Any]]:
+    """Per column the families in ``names`` compared: how the original was put into the
+    release's domain and the share of its values that could be compared (the domain check's
+    figure; riskcore.alignment), one row per column."""
+    rows: dict[str, dict[str, Any]] = {}
+    for name in names:
+        for col in (by_name.get(name) or {}).get("details", {}).get("alignment", []):
+            row = rows.setdefault(col["column"], {**col, "measures": []})
+            row["measures"].append(name)
+    return list(rows.values())
+
+
 def attacks_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Rates of the three attacks with their intervals: one table row and one plot row each."""
     rows, table = [], []
@@ -236,7 +249,8 @@ def attacks_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             table.append({"attack": label, **{k: f.get(f"{prefix}{k}") for k in (
                 "risk", "risk_ci_low", "risk_ci_high", "attack_rate", "baseline_rate",
                 "control_rate", "n_attacks", "n_attacks_achieved")}})
-    out: dict[str, Any] = {"plots": [], "table": table}
+    out: dict[str, Any] = {"plots": [], "table": table, "alignment": alignment_view(
+        by_name, ("singling_out", "linkability", "inference"))}
     if rows:
         out["plots"].append(plots.dot_whisker(
             "attack-rates", "Attack success rates", rows, xlabel="success rate / risk",
@@ -249,7 +263,8 @@ def attacks_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 def alc_view(by_name: Mapping[str, Mapping[str, Any]], max_curves: int = 12) -> dict[str, Any]:
     """The ALC table, the attack-vs-base PRC scatter, and precision-recall per attack."""
     m = by_name.get("alc")
-    out: dict[str, Any] = {"plots": [], "curves": [], "attacks": [], "summary": None}
+    out: dict[str, Any] = {"plots": [], "curves": [], "attacks": [], "summary": None,
+                           "alignment": alignment_view(by_name, ("alc",))}
     if not m or m.get("status") not in ("ok", "insufficient_evidence"):
         return out
     details = m.get("details", {})

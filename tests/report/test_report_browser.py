@@ -115,6 +115,16 @@ def test_every_family_report_states_the_numbers_of_the_json(every_family):
     for a in alc["details"]["attacks"]:
         if a["alc"] is not None:
             assert f'{a["alc"]:g}'.replace("-", "") in html
+    # the domain check's shares, per column, as the attacks and the ALC recorded them
+    rows = {c["column"]: c for name in ("singling_out", "linkability", "inference", "alc")
+            for c in measures[name]["details"]["alignment"]}
+    assert rows["region"]["how"] == "declared: hierarchy"
+    assert rows["age"]["how"] == "detected: interval"
+    for c in rows.values():
+        share = f'{100 * c["comparable"]:.1f} %'
+        assert f'<tr><td>{c["column"]}</td><td>{c["how"]}</td><td class="num">{share}</td>' \
+            in html, c
+    assert 'id="attack-alignment"' in html and 'id="alc-alignment"' in html
     # every input's full checksum and the seed are recorded for an audit
     for t in decision["inputs"]:
         assert t["sha256"] in html

@@ -30,7 +30,7 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from riskcore.errors import ConfigError, RiskgateError
-from riskcore.gate.cleanliness import CleanlinessReport
+from riskcore.gate.cleanliness import CleanlinessReport, warm_up
 from riskcore.gate.config import Gate, config_mapping, load_gate
 from riskcore.gate.policy import CheckVerdict, Decision, Verdict
 from riskcore.gate.run import RunOutcome, error_outcome, error_record, now_iso, run_gate, write_run
@@ -328,6 +328,7 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
         report URLs, reasons, checks).
     """
     install_log_redaction()
+    warm_up()  # Great Expectations' import overlaps the run's start-up and the loading
     log = _logger()
     run_id = str(runtime_flow_run.id or f"local-{uuid.uuid4()}")
     try:

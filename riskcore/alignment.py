@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .data import map_distinct
 from .errors import InputError, where
 from .generalization import (
     DEFAULT_MIN_COMPARABLE,
@@ -92,22 +93,26 @@ class Alignment:
                 "columns": [c.to_dict() for c in self.columns.values()]}
 
 
-def _text(s: pd.Series) -> pd.Series:
-    """The column as text (missing stays missing; whole floats lose their '.0')."""
-    def one(v: Any) -> str | None:
-        if isinstance(v, str):
-            return v
-        if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
-            return None
-        if isinstance(v, float) and v.is_integer():
-            return str(int(v))
-        return str(v)
+def _one_text(v: Any) -> str | None:
+    if isinstance(v, str):
+        return v
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
 
-    return s.astype(object).map(one)
+
+def _text(s: pd.Series) -> pd.Series:
+    """The column as text (missing stays missing; whole floats lose their '.0'), a Categorical
+    computed once per distinct value."""
+    return map_distinct(s, lambda u: u.map(_one_text))
 
 
 def _numbers(s: pd.Series) -> pd.Series:
-    return pd.to_numeric(s, errors="coerce")
+    if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
+        return pd.Series(s.to_numpy(dtype=float, na_value=np.nan), index=s.index)
+    return map_distinct(s, lambda u: u, numeric=True)
 
 
 def _fmt(x: float) -> str:
@@ -130,7 +135,7 @@ def _map_intervals(values: pd.Series, labels: Sequence[str]) -> pd.Series:
             best_w[better] = iv.width
             best[better] = i
         out = {float(v): parsed[b][0] for v, b in zip(u, best) if b >= 0}
-    return x.map(lambda v: out.get(float(v)) if pd.notna(v) else None)
+    return map_distinct(x, lambda u: u.map(lambda v: out.get(float(v))))
 
 
 def _map_width(values: pd.Series, labels: Sequence[str], width: float) -> pd.Series:
@@ -143,14 +148,12 @@ def _map_width(values: pd.Series, labels: Sequence[str], width: float) -> pd.Ser
     lo = np.floor(x / width) * width
 
     def label(v: float) -> str | None:
-        if pd.isna(v):
-            return None
         if v in starts:
             return starts[v]
         hi = v + width - 1 if float(width).is_integer() else v + width
         return f"{_fmt(v)}-{_fmt(hi)}"
 
-    return lo.map(label)
+    return map_distinct(lo, lambda u: u.map(label))
 
 
 def _map_mask(values: pd.Series, labels: Sequence[str], mask: str) -> pd.Series:
@@ -164,7 +167,7 @@ def _map_mask(values: pd.Series, labels: Sequence[str], mask: str) -> pd.Series:
             if cand in known:
                 out[v] = cand
                 break
-    return text.map(lambda v: out.get(v) if v is not None else None)
+    return map_distinct(text, lambda u: u.map(out.get))
 
 
 def read_hierarchy(url: str, storage_options: Mapping[str, Any] | None, col: str
@@ -190,7 +193,8 @@ def read_hierarchy(url: str, storage_options: Mapping[str, Any] | None, col: str
 def _map_hierarchy(values: pd.Series, labels: Sequence[str], levels: dict[str, list[str]],
                    table: str, col: str, url: str) -> pd.Series:
     known = set(labels)
-    text = _text(values).map(lambda v: v.strip() if v is not None else None)
+    text = map_distinct(values, lambda u: u.map(
+        lambda v: t.strip() if (t := _one_text(v)) is not None else None))
     missing = text.notna() & ~text.isin(list(levels))
     if missing.any():
         rows = np.flatnonzero(missing.to_numpy())[:5].tolist()
@@ -205,7 +209,7 @@ def _map_hierarchy(values: pd.Series, labels: Sequence[str], levels: dict[str, l
                 break
         else:
             out[v] = path[-1] if path else v
-    return text.map(lambda v: out.get(v) if v is not None else None)
+    return map_distinct(text, lambda u: u.map(out.get))
 
 
 def _detect(original: pd.Series, labels: Sequence[str]) -> str | None:
@@ -323,7 +327,8 @@ def align_tables(frames: Mapping[str, pd.DataFrame], columns: Sequence[str],
             continue
         for name, s in aligned.items():
             if out[name] is frames[name]:
-                out[name] = frames[name].copy()
-            out[name][col] = s if spec is not None and spec.kind in NUMERIC_KINDS else \
-                s.astype(object).where(s.notna(), None)
+                out[name] = frames[name].copy(deep=False)
+            keep = (spec is not None and spec.kind in NUMERIC_KINDS) or isinstance(
+                s.dtype, pd.CategoricalDtype)
+            out[name][col] = s if keep else s.astype(object).where(s.notna(), None)
     return out, Alignment(record, min_comparable=min_comparable, suppressed_tokens=tuple(tokens))

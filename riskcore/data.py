@@ -8,7 +8,7 @@ identification) are encoded *jointly*, so that equal values get equal codes acro
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,25 +18,104 @@ from .errors import InputError, where
 from .roles import ColumnType, MissingPolicy, Roles
 
 __all__ = ["ColumnType", "EncodedColumn", "EncodedTable", "MissingPolicy", "NUMBER_PATTERN",
-           "Roles", "check_columns", "encode_table", "encode_tables", "infer_type",
-           "looks_numeric", "numeric_values"]
+           "Roles", "check_columns", "distinct", "encode_table", "encode_tables", "infer_type",
+           "looks_numeric", "map_distinct", "numeric_values"]
 
 
 #: the one number syntax riskgate accepts in text cells (the loader, the encoder and the
-#: cleanliness checks all use it)
-NUMBER_PATTERN = r"^\s*[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*$"
+#: cleanliness checks all use it); ASCII classes only, so that Arrow's RE2 and Python's ``re``
+#: agree on it and pandas runs it in Arrow (digit and space escapes fall back to Python)
+_SPACE = "[ \\t\\n\\r\\f\\v]*"
+NUMBER_PATTERN = (f"^{_SPACE}[-+]?(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+                  f"{_SPACE}$")
 _NUMBER = re.compile(NUMBER_PATTERN)
+
+
+def distinct(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """A column as codes (int64, ``-1`` = missing) into its distinct values.
+
+    Per-value work (parsing numbers, regular expressions, mapping labels) then runs once per
+    distinct value instead of once per row: a Categorical (what the loader makes of text) gives
+    them for free, anything else is factorized once (a hash pass in C).
+    """
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return np.asarray(series.cat.codes, dtype=np.int64), series.cat.categories
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64), pd.Index(uniques)
+
+
+def _take(values: np.ndarray, codes: np.ndarray, missing: object) -> np.ndarray:
+    """values[codes], with ``missing`` where the code is -1."""
+    return np.append(values, np.asarray([missing], dtype=values.dtype))[codes]
+
+
+def map_distinct(series: pd.Series, fn: Callable[[pd.Series], pd.Series],
+                 numeric: bool = False) -> pd.Series:
+    """``fn`` applied to each distinct non-missing value once, spread back to every row.
+
+    Args:
+        series: the column.
+        fn: maps a Series of distinct values (Python objects) to a Series of the same length.
+        numeric: the result is a float column (NaN where missing); else a Categorical
+            (missing where ``fn`` gives a missing value or the row was missing).
+    """
+    codes, uniques = distinct(series)
+    mapped = fn(pd.Series(np.asarray(uniques, dtype=object), dtype=object))
+    if numeric:
+        values = pd.to_numeric(mapped, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        return pd.Series(_take(values, codes, np.nan), index=series.index, dtype=float)
+    new_codes, new_uniques = pd.factorize(mapped.astype(object), use_na_sentinel=True)
+    full = _take(np.asarray(new_codes, dtype=np.int64), codes, -1)
+    return pd.Series(pd.Categorical.from_codes(full, categories=pd.Index(new_uniques,
+                                                                           dtype=object)),
+                     index=series.index)
+
+
+def first_seen(series: pd.Series) -> np.ndarray:
+    """The distinct non-missing values of a column in order of first appearance (what
+    ``pd.factorize`` gives, computed from :func:`distinct`'s codes)."""
+    codes, uniques = distinct(series)
+    n = len(codes)
+    first = np.full(len(uniques) + 1, n, dtype=np.int64)  # the last slot collects missing
+    np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
+    first = first[:-1]
+    seen = np.flatnonzero(first < n)
+    order = seen[np.argsort(first[seen], kind="stable")]
+    return np.asarray(uniques, dtype=object)[order]
+
+
+def used_values(series: pd.Series) -> np.ndarray:
+    """The distinct non-missing values that occur in a column (Python objects)."""
+    codes, uniques = distinct(series)
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(uniques)))
+    return np.asarray(uniques.take(used), dtype=object)
 
 
 def looks_numeric(series: pd.Series) -> bool:
     """True when every non-missing cell of a column is a number (numeric dtype, or text that
-    matches :data:`NUMBER_PATTERN`)."""
+    matches :data:`NUMBER_PATTERN`); each distinct value is tested once."""
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return True
-    values = series.dropna()
-    if values.empty:
+    values = used_values(series)
+    if values.size == 0:
         return False
-    return bool(values.astype(str).str.match(_NUMBER).all())
+    return bool(text_series(values, _is_text(series.dtype)).str.match(_NUMBER).all())
+
+
+def _is_text(dtype: object) -> bool:
+    """Every value of a column of this dtype is a string (a string dtype, or a Categorical of
+    strings)."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        dtype = dtype.categories.dtype
+    return pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype)
+
+
+def text_series(values: np.ndarray, all_text: bool = False) -> pd.Series:
+    """Values as a text Series: Arrow-backed when every value is a string (regular
+    expressions then run in Arrow), else as Python objects converted with ``str``."""
+    if all_text or all(isinstance(v, str) for v in values):
+        return pd.Series(values, dtype="str")
+    return pd.Series(values, dtype=object).astype(str)
 
 
 def infer_type(series: pd.Series) -> ColumnType:
@@ -149,17 +228,19 @@ def numeric_values(series: pd.Series, table: str, col: str) -> np.ndarray:
     if pd.api.types.is_bool_dtype(series.dtype):
         return series.astype(float).to_numpy()
     if not (pd.api.types.is_numeric_dtype(series.dtype)):
-        text = series.astype(object)
-        converted = pd.to_numeric(text.where(text.isna(), text.astype(str).str.strip()),
-                                  errors="coerce")
-        bad = (converted.isna() & series.notna()).to_numpy()
-        if bad.any():
+        codes, uniques = distinct(series)
+        text = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
+        parsed = pd.to_numeric(text.where(text.isna(), text.astype(str).str.strip()),
+                               errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        bad_values = np.flatnonzero(np.isnan(parsed) & text.notna().to_numpy())
+        if bad_values.size:
+            bad = np.isin(codes, bad_values)
             rows = np.flatnonzero(bad)[:5].tolist()
             raise InputError(
                 f"{where(table, col)} is declared numeric but {int(bad.sum())} value(s) are not "
                 f"numbers (rows {rows}); fix the data or declare the column categorical"
             )
-        series = converted
+        series = pd.Series(_take(parsed, codes, np.nan), index=series.index)
     values = series.to_numpy(dtype=float, na_value=np.nan)
     infinite = np.isinf(values)
     if infinite.any():
@@ -220,11 +301,20 @@ def encode_tables(
             codes_all, uniques = pd.factorize(values_all, sort=True, use_na_sentinel=True)
             categories = np.asarray(uniques)
         else:
-            joined = pd.concat(list(present.values()), ignore_index=True)
-            if isinstance(joined.dtype, pd.CategoricalDtype):
-                joined = joined.astype(object)
-            codes_all, uniques = pd.factorize(joined, sort=False, use_na_sentinel=True)
-            categories = np.asarray(uniques, dtype=object)
+            # first-appearance order over the tables in turn (pd.factorize of their
+            # concatenation), from each column's distinct values: no per-row hashing of text
+            firsts = [first_seen(s) for s in present.values()]
+            _, joint = pd.factorize(pd.Series(np.concatenate(firsts) if firsts else [],
+                                              dtype=object), use_na_sentinel=True)
+            categories = np.asarray(joint, dtype=object)
+            lookup = pd.Index(categories, dtype=object)
+            parts = []
+            for s in present.values():
+                codes, uniques = distinct(s)
+                where_in = np.asarray(lookup.get_indexer(pd.Index(uniques, dtype=object)),
+                                      dtype=np.int64)
+                parts.append(_take(where_in, codes, -1))
+            codes_all = np.concatenate(parts)
             values_all = None
         codes_all = np.asarray(codes_all, dtype=np.int32)
         offsets = np.cumsum([0] + lengths)

@@ -53,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     options = storage_options(args)
     over = overrides(args)
     gate = load_gate(args.config, over, options)  # a config error fails here, in a second
+    from riskcore.gate.cleanliness import warm_up
+
+    warm_up()  # Great Expectations' import overlaps Prefect's start (seconds, once a process)
     from ..local_api import prefect_api
     from ..release_gate import outcome_of, release_gate
 

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..data import NUMBER_PATTERN, ColumnType, Roles, looks_numeric
+from ..data import NUMBER_PATTERN, ColumnType, Roles, distinct, looks_numeric, map_distinct
 from ..results import Record
 from .tables import REPLACEMENT_CHAR
 
@@ -101,39 +102,140 @@ def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str
     return types
 
 
-def _gx_context():
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import (
-        DataContextConfig,
-        InMemoryStoreBackendDefaults,
-        ProgressBarsConfig,
-    )
-
-    config = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults(),
-                               progress_bars=ProgressBarsConfig(globally=False),
-                               analytics_enabled=False)
-    return gx, gx.get_context(mode="ephemeral", project_config=config)
+_GX_LOCK = threading.Lock()
+_GX: dict[str, Any] = {}
 
 
-def _expectations_for(gx, df: pd.DataFrame, roles: Roles, types: Mapping[str, ColumnType],
-                      table: str):
+def _gx_context() -> tuple[Any, Any, Any]:
+    """Great Expectations, its ephemeral context and pandas data source: made once per process
+    (importing GX and building a context is a fixed cost of seconds; see :func:`warm_up`)."""
+    with _GX_LOCK:
+        if not _GX:
+            os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+            import great_expectations as gx
+            from great_expectations.data_context.types.base import (
+                DataContextConfig,
+                InMemoryStoreBackendDefaults,
+                ProgressBarsConfig,
+            )
+
+            config = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults(),
+                                       progress_bars=ProgressBarsConfig(globally=False),
+                                       analytics_enabled=False)
+            context = gx.get_context(mode="ephemeral", project_config=config)
+            _GX.update(gx=gx, context=context,
+                       source=context.data_sources.add_pandas("riskgate"))
+        return _GX["gx"], _GX["context"], _GX["source"]
+
+
+def warm_up() -> None:
+    """Import Great Expectations and build its context in a background thread, while the
+    tables load (the import alone takes seconds); nothing when that is done already."""
+    if not _GX:
+        threading.Thread(target=_gx_context, name="riskgate-gx-warm-up", daemon=True).start()
+
+
+@dataclass(frozen=True)
+class DistinctValues:
+    """A table's columns as their distinct non-missing values, what Great Expectations checks.
+
+    Every expectation riskgate asks for is a property of single values (a regular expression,
+    a type, "not every value missing"), so checking each distinct value once is the same check
+    as checking every row; the row counts and example row numbers come back through ``codes``
+    (row -> index of its value, -1 = missing) and ``counts`` (rows per value). A column of
+    typed numbers (Parquet, JSON) keeps one present value: its type is the schema's, and
+    "not every value missing" is all that is asked of its values.
+    """
+
+    values: Mapping[str, Any]
+    codes: Mapping[str, np.ndarray]
+    counts: Mapping[str, np.ndarray]
+    text: frozenset[str]
+    n: int
+
+    @classmethod
+    def of(cls, df: pd.DataFrame) -> DistinctValues:
+        columns: dict[str, Any] = {}
+        codes: dict[str, np.ndarray] = {}
+        counts: dict[str, np.ndarray] = {}
+        text: set[str] = set()
+        for col in df.columns:
+            s = df[col]
+            if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(
+                    s.dtype):
+                # typed numbers: the schema answers the type; the only value-level question
+                # left ("not every value missing") needs one present value, not all of them
+                present = s.notna().to_numpy()
+                first = int(present.argmax()) if present.any() else None
+                columns[str(col)] = s.iloc[[] if first is None else [first]].to_numpy()
+                continue
+            c, uniques = distinct(s)
+            count = np.bincount(c[c >= 0], minlength=len(uniques))
+            used = np.flatnonzero(count)
+            remap = np.full(len(uniques) + 1, -1, dtype=np.int64)
+            remap[used] = np.arange(used.size)
+            codes[str(col)] = remap[c]
+            counts[str(col)] = count[used]
+            values = uniques.take(used)
+            dtype = df[col].dtype
+            if isinstance(dtype, pd.CategoricalDtype):
+                dtype = dtype.categories.dtype
+            if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+                text.add(str(col))
+                arr = np.asarray(values, dtype=object)
+                # text through Arrow's regular expressions, mixed values as Python objects
+                all_text = not pd.api.types.is_object_dtype(dtype) or all(
+                    isinstance(v, str) for v in arr)
+                columns[str(col)] = pd.array(arr, dtype="str" if all_text else object)
+            else:
+                columns[str(col)] = values
+        return cls(values=columns, codes=codes, counts=counts, text=frozenset(text), n=len(df))
+
+    def frames(self) -> list[pd.DataFrame]:
+        """The columns grouped by their number of distinct values (within a factor of 64), one
+        frame per group, shorter columns padded with missing values: an identifier with a
+        million distinct values does not pad the few labels of a key column to a million."""
+        groups: dict[int, list[str]] = {}
+        for col, vals in self.values.items():
+            groups.setdefault(int(np.log2(len(vals) + 1) // 6), []).append(col)
+        out = []
+        for key in sorted(groups):
+            size = max(len(self.values[c]) for c in groups[key])
+            out.append(pd.DataFrame({c: pd.Series(self.values[c]).reindex(range(size))
+                                     for c in groups[key]}, index=pd.RangeIndex(size)))
+        return out or [pd.DataFrame(index=pd.RangeIndex(0))]
+
+    def rows(self, col: str, value_index: Sequence[int]) -> tuple[int, np.ndarray]:
+        """Rows holding any of the given distinct values: their count and the first rows."""
+        idx = np.asarray(value_index, dtype=np.int64)
+        idx = idx[(idx >= 0) & (idx < len(self.counts[col]))]
+        total = int(self.counts[col][idx].sum())
+        first = np.flatnonzero(np.isin(self.codes[col], idx))[:MAX_EXAMPLE_ROWS] if total \
+            else np.empty(0, dtype=np.int64)
+        return total, first
+
+
+def _expectations_for(gx: Any, values: DistinctValues, columns: Sequence[str], roles: Roles,
+                      types: Mapping[str, ColumnType], table: str
+                      ) -> list[tuple[str, str, Any]]:
     exps = []
     needed = list(roles.measured_columns)
     if table == "original":
-        needed += [c for c in roles.direct_identifiers if c in df.columns]
+        needed += [c for c in roles.direct_identifiers if c in columns]
+    if table == "identification":
+        needed = [c for c in needed if c in roles.quasi_identifiers]
     for col in needed:
         exps.append(("column exists", col, gx.expectations.ExpectColumnToExist(column=col)))
-        if col not in df.columns:
+        if col not in columns:
             continue
-        s = df[col]
-        text = s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
+        text = col in values.text
         typ = types.get(col)
         if typ is not None and typ.is_numeric and text:
             exps.append(("values are numbers", col,
                          gx.expectations.ExpectColumnValuesToMatchRegex(column=col,
                                                                         regex=NUMBER_REGEX)))
-        elif typ is not None and typ.is_numeric and not pd.api.types.is_numeric_dtype(s.dtype):
+        elif typ is not None and typ.is_numeric and not pd.api.types.is_numeric_dtype(
+                pd.Series(values.values[col]).dtype):
             in_types = gx.expectations.ExpectColumnValuesToBeInTypeList
             exps.append(("values are numbers", col, in_types(
                 column=col, type_list=["int", "int64", "int32", "float", "float64", "float32",
@@ -146,62 +248,89 @@ def _expectations_for(gx, df: pd.DataFrame, roles: Roles, types: Mapping[str, Co
             exps.append(("key column is not empty", col,
                          gx.expectations.ExpectColumnUniqueValueCountToBeBetween(
                              column=col, min_value=1)))
-    for col in df.columns:  # every text column read, measured or not
-        s = df[col]
-        if s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
-            exps.append(("no control or non-printable characters", str(col),
-                         gx.expectations.ExpectColumnValuesToNotMatchRegex(
-                             column=col, regex=CONTROL_REGEX)))
+    if table != "identification":
+        for col in columns:  # every text column read, measured or not
+            if col in values.text:
+                exps.append(("no control or non-printable characters", col,
+                             gx.expectations.ExpectColumnValuesToNotMatchRegex(
+                                 column=col, regex=CONTROL_REGEX)))
     return exps
+
+
+def _batch(source: Any, name: str, frame: pd.DataFrame) -> Any:
+    """A batch of ``frame`` from the process's data source (assets made once per name)."""
+    with _GX_LOCK:
+        try:
+            asset = source.get_asset(name)
+        except LookupError:
+            asset = source.add_dataframe_asset(name)
+        try:
+            batch_def = asset.get_batch_definition(f"{name}-all")
+        except KeyError:
+            batch_def = asset.add_batch_definition_whole_dataframe(f"{name}-all")
+    return batch_def.get_batch(batch_parameters={"dataframe": frame})
 
 
 def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> CleanlinessReport:
     """Run the cleanliness checks on every table of a run (Great Expectations, in memory).
 
+    Per table, one suite per group of columns, built whole and validated in one pass over the
+    columns' distinct values (:class:`DistinctValues`); counts and example rows are mapped back
+    to the table's rows.
+
     Args:
         frames: table role name -> DataFrame as read (CSV cells as text).
         roles: the column roles.
     """
-    gx, context = _gx_context()
+    gx, _, source = _gx_context()
     types = declared_types(frames, roles)
-    source = context.data_sources.add_pandas("riskgate")
     results: list[CheckResult] = []
     for table, df in frames.items():
-        asset = source.add_dataframe_asset(table)
-        batch_def = asset.add_batch_definition_whole_dataframe(f"{table}-all")
-        batch = batch_def.get_batch(batch_parameters={"dataframe": df.reset_index(drop=True)})
-        specs = _expectations_for(gx, df, roles, types, table)
-        if table == "identification":
-            specs = [s for s in specs if s[1] in roles.quasi_identifiers]
-        suite = context.suites.add(gx.ExpectationSuite(name=f"riskgate-{table}"))
-        for _, _, exp in specs:
-            suite.add_expectation(exp)
-        validation = batch.validate(suite, result_format={
-            "result_format": "SUMMARY", "partial_unexpected_count": MAX_EXAMPLE_ROWS})
-        by_type_col = {(type(exp).__name__, col, getattr(exp, "regex", None)): label
-                       for label, col, exp in specs}
-        for res in validation.results:
-            cfg = res.expectation_config
-            col = cfg.kwargs.get("column")
-            cls_name = "".join(p.capitalize() for p in cfg.type.split("_"))
-            label = by_type_col.get((cls_name, col, cfg.kwargs.get("regex")), cfg.type)
-            r = res.result or {}
-            rows = tuple(int(i) for i in (r.get("partial_unexpected_index_list") or [])
-                         [:MAX_EXAMPLE_ROWS] if isinstance(i, (int, np.integer)))
-            detail = ""
-            if not res.success and cfg.type == "expect_column_to_exist":
-                detail = f"add the column to table '{table}' or fix the roles in the config"
-            elif not res.success and cfg.type == "expect_column_unique_value_count_to_be_between":
-                detail = "every value is missing"
-            elif res.exception_info and res.exception_info.get("raised_exception"):
-                detail = str(res.exception_info.get("exception_message", ""))[:200]
-            results.append(CheckResult(
-                table=table, check=label, column=col, success=bool(res.success),
-                unexpected_count=int(r.get("unexpected_count") or 0),
-                element_count=r.get("element_count"), example_rows=rows, detail=detail))
+        values = DistinctValues.of(df)
+        columns = [str(c) for c in df.columns]
+        specs = _expectations_for(gx, values, columns, roles, types, table)
+        labels = {id(exp): label for label, _, exp in specs}
+        parts = values.frames()
+        home = {c: i for i, part in enumerate(parts) for c in part.columns}
+        by_part: dict[int, list[Any]] = {}
+        for _, col, exp in specs:  # an absent column's "exists" check goes to the first part
+            by_part.setdefault(home.get(col, 0), []).append(exp)
+        for i, exps in sorted(by_part.items()):
+            batch = _batch(source, f"{table}-{i}", parts[i])
+            suite = gx.ExpectationSuite(name=f"riskgate-{table}-{i}", expectations=exps)
+            validation = batch.validate(suite, result_format={"result_format": "COMPLETE"})
+            kinds = {(type(e).__name__, e.column, getattr(e, "regex", None)): labels[id(e)]
+                     for e in exps}
+            for res in validation.results:
+                results.append(_check(table, res, values, kinds))
     results.extend(_preconditions(frames, roles, types))
     return CleanlinessReport(checks=tuple(results),
                              declared_types={k: v.value for k, v in types.items()})
+
+
+def _check(table: str, res: Any, values: DistinctValues,
+           labels: Mapping[tuple[str, Any, Any], str]) -> CheckResult:
+    """One GX result as a CheckResult, counts and example rows in the table's rows."""
+    cfg = res.expectation_config
+    col = cfg.kwargs.get("column")
+    cls_name = "".join(p.capitalize() for p in cfg.type.split("_"))
+    label = labels.get((cls_name, col, cfg.kwargs.get("regex")), cfg.type)
+    r = res.result or {}
+    count, rows = 0, np.empty(0, dtype=np.int64)
+    if col in values.codes and r.get("unexpected_index_list") is not None:
+        index = [int(i) for i in r["unexpected_index_list"] if isinstance(i, (int, np.integer))]
+        count, rows = values.rows(col, index)
+    detail = ""
+    if not res.success and cfg.type == "expect_column_to_exist":
+        detail = f"add the column to table '{table}' or fix the roles in the config"
+    elif not res.success and cfg.type == "expect_column_unique_value_count_to_be_between":
+        detail = "every value is missing"
+    elif res.exception_info and res.exception_info.get("raised_exception"):
+        detail = str(res.exception_info.get("exception_message", ""))[:200]
+    return CheckResult(table=table, check=label, column=col, success=bool(res.success),
+                       unexpected_count=count,
+                       element_count=values.n if "element_count" in r else None,
+                       example_rows=tuple(int(i) for i in rows), detail=detail)
 
 
 MAX_CONTROL_OVERLAP = 0.01
@@ -216,8 +345,10 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
             typ = types.get(col)
             if col not in df.columns or typ is None or not typ.is_numeric:
                 continue
-            values = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float,
-                                                                      na_value=np.nan)
+            s = df[col]
+            values = (s.to_numpy(dtype=float, na_value=np.nan)
+                      if pd.api.types.is_numeric_dtype(s.dtype) else
+                      map_distinct(s, lambda u: u, numeric=True).to_numpy())
             infinite = np.flatnonzero(np.isinf(values))
             if infinite.size:
                 out.append(CheckResult(
@@ -250,8 +381,7 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
         cols = [c for c in roles.measured_columns if c in control.columns and c in
                 original.columns]
         if cols:
-            h_orig = pd.util.hash_pandas_object(original[cols].astype(str), index=False)
-            h_ctrl = pd.util.hash_pandas_object(control[cols].astype(str), index=False)
+            h_orig, h_ctrl = _row_keys(original, control, cols)
             overlap = np.flatnonzero(np.isin(h_ctrl.to_numpy(), h_orig.to_numpy()))
             out.append(CheckResult(
                 table="control", check="control rows do not overlap the original",
@@ -264,3 +394,22 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
                         "data holds); control rows must be held out from the original"
                         if overlap.size else "")))
     return out
+
+
+def _row_keys(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str]
+              ) -> tuple[pd.Series, pd.Series]:
+    """Hashes of each row's values as text on ``cols``, comparable between the two tables
+    (each column's text coded jointly, once per distinct value)."""
+    codes_a: dict[str, np.ndarray] = {}
+    codes_b: dict[str, np.ndarray] = {}
+    for col in cols:
+        ta = map_distinct(a[col], lambda u: u.astype(str))
+        tb = map_distinct(b[col], lambda u: u.astype(str))
+        joint = pd.Index(pd.unique(np.concatenate([
+            np.asarray(ta.cat.categories, dtype=object),
+            np.asarray(tb.cat.categories, dtype=object)])), dtype=object)
+        for t, out in ((ta, codes_a), (tb, codes_b)):
+            lookup = np.append(joint.get_indexer(pd.Index(t.cat.categories, dtype=object)), -1)
+            out[col] = lookup[np.asarray(t.cat.codes, dtype=np.int64)]
+    return (pd.util.hash_pandas_object(pd.DataFrame(codes_a), index=False),
+            pd.util.hash_pandas_object(pd.DataFrame(codes_b), index=False))

@@ -33,7 +33,7 @@ from ..report import render_report
 from ..report.riskiest import example_records
 from ..results import MeasureResult, Record, to_jsonable
 from ..storage import check_output_location, exists, join_url, presign, write_bytes
-from .cleanliness import CleanlinessReport, declared_types, validate_tables
+from .cleanliness import CleanlinessReport, declared_types, validate_tables, warm_up
 from .config import Gate, TablesConfig
 from .policy import Decision, Verdict, decide, fixed_decision
 from .tables import TableInfo, coerce_types, detect_format, read_table
@@ -53,10 +53,13 @@ def load_input(cfg: TablesConfig, name: str, storage_options: Mapping[str, Any] 
     roles = cfg.role_spec
     wanted = list(roles.all_columns)
     parquet = detect_format(url, cfg.read.format) == "parquet"
+    # Parquet reads by column: the original's direct identifiers are never measured (a
+    # released or control table is read with them, to refuse them)
+    read = wanted if name in ("released", "control") else list(roles.measured_columns)
     return read_table(url, name=name, format=cfg.read.format, encoding=cfg.read.encoding,
                       na_values=cfg.read.na_values, sep=cfg.read.sep,
                       max_mb=cfg.limits.max_table_mb, storage_options=storage_options,
-                      columns=wanted if parquet else None, role_columns=wanted)
+                      columns=read if parquet else None, role_columns=wanted)
 
 
 def refuse_unintended(infos: list[TableInfo]) -> str | None:
@@ -433,6 +436,7 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
 
 def _sequence(run: _Run) -> Decision:
     gate, steps = run.gate, run.steps
+    warm_up()  # Great Expectations' import, in the background while the tables load
     run.timed("check_outputs", lambda: check_output_location(gate.config.output_url,
                                                              run.options))
     frames, infos = run.timed("load", lambda: steps.load(gate, run.options))

@@ -194,6 +194,9 @@ def _parse_csv(text: str, name: str, shown: str, na_values: Sequence[str],
         raise InputError(
             f"{what}: '{shown}' has duplicate column names {dups}; rename them so each "
             "column name is unique")
+    fast = _arrow_csv(text, header, sep, na_values)
+    if fast is not None:
+        return fast
     try:
         df = pd.read_csv(io.StringIO(text), sep=sep, dtype=object, keep_default_na=False,
                          na_values=list(na_values), skipinitialspace=False)
@@ -211,6 +214,67 @@ def _parse_csv(text: str, name: str, shown: str, na_values: Sequence[str],
     df = df.astype(object).where(df.notna(), None)
     _account_for_records(df, text, name, shown)
     return df
+
+
+def _record_lines(data: bytes) -> int:
+    """Non-empty lines after the header (a line of only '\\r' is empty), counted on the bytes."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(raw == 10)
+    if raw.size and raw[-1] != 10:
+        ends = np.append(ends, raw.size)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    length = ends - starts
+    has_cr = np.zeros(ends.size, dtype=bool)
+    inside = ends > starts
+    has_cr[inside] = raw[ends[inside] - 1] == 13
+    return int(np.count_nonzero(length - has_cr > 0)) - 1
+
+
+def _arrow_csv(text: str, header: list[str], sep: str, na_values: Sequence[str]
+               ) -> pd.DataFrame | None:
+    """The typed, multi-threaded reader: every cell as text, each column dictionary-encoded
+    (a pandas Categorical, so that per-value work runs once per distinct value). None when
+    pyarrow refuses the file or its records do not add up: the pandas reader then names the
+    problem (and the line) in its own words."""
+    import pyarrow.csv as pacsv
+
+    data = text.encode("utf-8")
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(use_threads=True, block_size=8 << 20),
+            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={h: pa.string() for h in header}, null_values=list(na_values),
+                strings_can_be_null=True, quoted_strings_can_be_null=True))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return None
+    if table.num_columns != len(header) or table.num_rows != _record_lines(data) or \
+            table.num_rows == 0:
+        return None
+    return categorical_frame(table)
+
+
+def categorical_frame(table: pa.Table) -> pd.DataFrame:
+    """An Arrow table as pandas, text columns as Categoricals (dictionary-encoded once, in
+    Arrow), the other columns as pandas makes them."""
+    text = [f.name for f in table.schema
+            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    frame = table.drop_columns(text).to_pandas() if len(text) < table.num_columns else \
+        pd.DataFrame(index=pd.RangeIndex(table.num_rows))
+    cols = {name: _categorical(table.column(name)) for name in text}
+    out = pd.concat([frame, pd.DataFrame(cols, index=frame.index)], axis=1)
+    return out[table.column_names]
+
+
+def _categorical(column: pa.ChunkedArray) -> pd.Categorical:
+    """One text column as a pandas Categorical, built from Arrow's dictionary encoding
+    (codes in order of first appearance; no Python string per row)."""
+    encoded = column.combine_chunks().dictionary_encode()
+    categories = pd.Index(encoded.dictionary.to_pandas())
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return pd.Categorical.from_codes(codes.astype(np.int32, copy=False),
+                                     dtype=pd.CategoricalDtype(categories), validate=False)
 
 
 def _account_for_records(df: pd.DataFrame, text: str, name: str, shown: str) -> None:
@@ -293,7 +357,7 @@ def _read_parquet(url: str, name: str, columns: Sequence[str] | None, limit: int
                 f"{est / 2**20:.1f} MB, above the limit of {max_mb:g} MB (limits.max_table_mb); "
                 "raise the limit in the config")
         try:
-            df = pf.read(columns=wanted).to_pandas()
+            df = categorical_frame(pf.read(columns=wanted))
         except Exception as exc:
             raise InputError(f"{what}: '{shown}' cannot be read: {redact_text(str(exc))[:200]}"
                              ) from None

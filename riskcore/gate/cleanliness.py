@@ -14,9 +14,14 @@ so nothing sensitive leaks into reports.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
+import signal
 import threading
+import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,11 +133,82 @@ def _gx_context() -> tuple[Any, Any, Any]:
         return _GX["gx"], _GX["context"], _GX["source"]
 
 
+_HELPER: dict[str, Any] = {}
+
+
 def warm_up() -> None:
-    """Import Great Expectations and build its context in a background thread, while the
-    tables load (the import alone takes seconds); nothing when that is done already."""
-    if not _GX:
-        threading.Thread(target=_gx_context, name="riskgate-gx-warm-up", daemon=True).start()
+    """Start Great Expectations' import now, off the run's path: in a helper process (a
+    spawned Python on the other core, which validates every table of this process from then
+    on), else in a background thread. Importing GX costs seconds of CPU; in a thread it would
+    still share this process's interpreter lock with Prefect's start-up."""
+    with _GX_LOCK:
+        if _GX or _HELPER:
+            return
+        if not multiprocessing.current_process().daemon:  # a daemon may not have children
+            try:
+                pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                           initializer=_helper_start)
+                _HELPER["pool"] = pool
+                _HELPER["ready"] = pool.submit(os.getpid)
+                return
+            except (OSError, RuntimeError, ValueError) as exc:
+                log.debug("no validation helper process: %s", exc)
+    threading.Thread(target=_gx_context, name="riskgate-gx-warm-up", daemon=True).start()
+
+
+def _helper_start() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C
+    parent = os.getppid()
+
+    def orphaned() -> None:  # a killed parent leaves no helper behind
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=orphaned, name="riskgate-parent-watch", daemon=True).start()
+    _gx_context()
+
+
+def _run_suites(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]
+                ) -> list[list[dict[str, Any]]]:
+    """Validate each job's frame against a suite of its specs (in this process); the results
+    as plain data (no GX object crosses a process boundary)."""
+    gx, _, source = _gx_context()
+    out = []
+    for name, frame, specs in jobs:
+        exps = [getattr(gx.expectations, sp.kind)(column=sp.column, **dict(sp.kwargs))
+                for sp in specs]
+        batch = _batch(source, name, frame)
+        suite = gx.ExpectationSuite(name=f"riskgate-{name}", expectations=exps)
+        validation = batch.validate(suite, result_format={"result_format": "COMPLETE"})
+        rows = []
+        for res in validation.results:
+            cfg, r = res.expectation_config, res.result or {}
+            index = r.get("unexpected_index_list")
+            error = res.exception_info or {}
+            rows.append({
+                "type": cfg.type, "column": cfg.kwargs.get("column"),
+                "regex": cfg.kwargs.get("regex"), "success": bool(res.success),
+                "index": None if index is None else [int(i) for i in index
+                                                     if isinstance(i, (int, np.integer))],
+                "counted": "element_count" in r,
+                "error": str(error.get("exception_message", ""))[:200]
+                if error.get("raised_exception") else ""})
+        out.append(rows)
+    return out
+
+
+def _validate_jobs(jobs: list[tuple[str, pd.DataFrame, Sequence[Spec]]]
+                   ) -> list[list[dict[str, Any]]]:
+    """In the helper process when there is one (and it answers), else here."""
+    pool = _HELPER.get("pool")
+    if pool is not None:
+        try:
+            return pool.submit(_run_suites, jobs).result()  # type: ignore[no-any-return]
+        except BrokenProcessPool:
+            log.debug("the validation helper process died; validating in this process")
+            _HELPER.clear()
+    return _run_suites(jobs)
 
 
 @dataclass(frozen=True)
@@ -215,9 +291,23 @@ class DistinctValues:
         return total, first
 
 
-def _expectations_for(gx: Any, values: DistinctValues, columns: Sequence[str], roles: Roles,
-                      types: Mapping[str, ColumnType], table: str
-                      ) -> list[tuple[str, str, Any]]:
+@dataclass(frozen=True)
+class Spec:
+    """One expectation as data: its label in riskgate's report, the column, GX's class name
+    and its other arguments."""
+
+    label: str
+    column: str
+    kind: str
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str, Any]:
+        return (self.kind, self.column, dict(self.kwargs).get("regex"))
+
+
+def _expectations_for(values: DistinctValues, columns: Sequence[str], roles: Roles,
+                      types: Mapping[str, ColumnType], table: str) -> list[Spec]:
     exps = []
     needed = list(roles.measured_columns)
     if table == "original":
@@ -225,35 +315,30 @@ def _expectations_for(gx: Any, values: DistinctValues, columns: Sequence[str], r
     if table == "identification":
         needed = [c for c in needed if c in roles.quasi_identifiers]
     for col in needed:
-        exps.append(("column exists", col, gx.expectations.ExpectColumnToExist(column=col)))
+        exps.append(Spec("column exists", col, "ExpectColumnToExist"))
         if col not in columns:
             continue
         text = col in values.text
         typ = types.get(col)
         if typ is not None and typ.is_numeric and text:
-            exps.append(("values are numbers", col,
-                         gx.expectations.ExpectColumnValuesToMatchRegex(column=col,
-                                                                        regex=NUMBER_REGEX)))
+            exps.append(Spec("values are numbers", col, "ExpectColumnValuesToMatchRegex",
+                             (("regex", NUMBER_REGEX),)))
         elif typ is not None and typ.is_numeric and not pd.api.types.is_numeric_dtype(
                 pd.Series(values.values[col]).dtype):
-            in_types = gx.expectations.ExpectColumnValuesToBeInTypeList
-            exps.append(("values are numbers", col, in_types(
-                column=col, type_list=["int", "int64", "int32", "float", "float64", "float32",
-                                       "Int64", "Float64"])))
+            exps.append(Spec("values are numbers", col, "ExpectColumnValuesToBeInTypeList", ((
+                "type_list", ("int", "int64", "int32", "float", "float64", "float32", "Int64",
+                              "Float64")),)))
         if text:
-            exps.append(("characters decodable in the declared encoding", col,
-                         gx.expectations.ExpectColumnValuesToNotMatchRegex(
-                             column=col, regex=REPLACEMENT_CHAR)))
+            exps.append(Spec("characters decodable in the declared encoding", col,
+                             "ExpectColumnValuesToNotMatchRegex", (("regex", REPLACEMENT_CHAR),)))
         if col in roles.quasi_identifiers:
-            exps.append(("key column is not empty", col,
-                         gx.expectations.ExpectColumnUniqueValueCountToBeBetween(
-                             column=col, min_value=1)))
+            exps.append(Spec("key column is not empty", col,
+                             "ExpectColumnUniqueValueCountToBeBetween", (("min_value", 1),)))
     if table != "identification":
         for col in columns:  # every text column read, measured or not
             if col in values.text:
-                exps.append(("no control or non-printable characters", col,
-                             gx.expectations.ExpectColumnValuesToNotMatchRegex(
-                                 column=col, regex=CONTROL_REGEX)))
+                exps.append(Spec("no control or non-printable characters", col,
+                                 "ExpectColumnValuesToNotMatchRegex", (("regex", CONTROL_REGEX),)))
     return exps
 
 
@@ -276,60 +361,53 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
 
     Per table, one suite per group of columns, built whole and validated in one pass over the
     columns' distinct values (:class:`DistinctValues`); counts and example rows are mapped back
-    to the table's rows.
+    to the table's rows. GX runs in the helper process :func:`warm_up` started, if any.
 
     Args:
         frames: table role name -> DataFrame as read (CSV cells as text).
         roles: the column roles.
     """
-    gx, _, source = _gx_context()
     types = declared_types(frames, roles)
-    results: list[CheckResult] = []
+    jobs: list[tuple[str, pd.DataFrame, Sequence[Spec]]] = []
+    owners: list[tuple[str, DistinctValues, dict[tuple[str, str, Any], str]]] = []
     for table, df in frames.items():
         values = DistinctValues.of(df)
         columns = [str(c) for c in df.columns]
-        specs = _expectations_for(gx, values, columns, roles, types, table)
-        labels = {id(exp): label for label, _, exp in specs}
+        specs = _expectations_for(values, columns, roles, types, table)
         parts = values.frames()
         home = {c: i for i, part in enumerate(parts) for c in part.columns}
-        by_part: dict[int, list[Any]] = {}
-        for _, col, exp in specs:  # an absent column's "exists" check goes to the first part
-            by_part.setdefault(home.get(col, 0), []).append(exp)
-        for i, exps in sorted(by_part.items()):
-            batch = _batch(source, f"{table}-{i}", parts[i])
-            suite = gx.ExpectationSuite(name=f"riskgate-{table}-{i}", expectations=exps)
-            validation = batch.validate(suite, result_format={"result_format": "COMPLETE"})
-            kinds = {(type(e).__name__, e.column, getattr(e, "regex", None)): labels[id(e)]
-                     for e in exps}
-            for res in validation.results:
-                results.append(_check(table, res, values, kinds))
+        by_part: dict[int, list[Spec]] = {}
+        for sp in specs:  # an absent column's "exists" check goes to the first part
+            by_part.setdefault(home.get(sp.column, 0), []).append(sp)
+        for i, part_specs in sorted(by_part.items()):
+            jobs.append((f"{table}-{i}", parts[i], part_specs))
+            owners.append((table, values, {sp.key: sp.label for sp in part_specs}))
+    results: list[CheckResult] = []
+    for (table, values, labels), rows in zip(owners, _validate_jobs(jobs)):
+        results.extend(_check(table, row, values, labels) for row in rows)
     results.extend(_preconditions(frames, roles, types))
     return CleanlinessReport(checks=tuple(results),
                              declared_types={k: v.value for k, v in types.items()})
 
 
-def _check(table: str, res: Any, values: DistinctValues,
-           labels: Mapping[tuple[str, Any, Any], str]) -> CheckResult:
+def _check(table: str, row: Mapping[str, Any], values: DistinctValues,
+           labels: Mapping[tuple[str, str, Any], str]) -> CheckResult:
     """One GX result as a CheckResult, counts and example rows in the table's rows."""
-    cfg = res.expectation_config
-    col = cfg.kwargs.get("column")
-    cls_name = "".join(p.capitalize() for p in cfg.type.split("_"))
-    label = labels.get((cls_name, col, cfg.kwargs.get("regex")), cfg.type)
-    r = res.result or {}
+    col, kind = row["column"], row["type"]
+    cls_name = "".join(p.capitalize() for p in kind.split("_"))
+    label = labels.get((cls_name, col, row["regex"]), kind)
     count, rows = 0, np.empty(0, dtype=np.int64)
-    if col in values.codes and r.get("unexpected_index_list") is not None:
-        index = [int(i) for i in r["unexpected_index_list"] if isinstance(i, (int, np.integer))]
-        count, rows = values.rows(col, index)
+    if col in values.codes and row["index"] is not None:
+        count, rows = values.rows(col, row["index"])
     detail = ""
-    if not res.success and cfg.type == "expect_column_to_exist":
+    if not row["success"] and kind == "expect_column_to_exist":
         detail = f"add the column to table '{table}' or fix the roles in the config"
-    elif not res.success and cfg.type == "expect_column_unique_value_count_to_be_between":
+    elif not row["success"] and kind == "expect_column_unique_value_count_to_be_between":
         detail = "every value is missing"
-    elif res.exception_info and res.exception_info.get("raised_exception"):
-        detail = str(res.exception_info.get("exception_message", ""))[:200]
-    return CheckResult(table=table, check=label, column=col, success=bool(res.success),
-                       unexpected_count=count,
-                       element_count=values.n if "element_count" in r else None,
+    elif row["error"]:
+        detail = row["error"]
+    return CheckResult(table=table, check=label, column=col, success=row["success"],
+                       unexpected_count=count, element_count=values.n if row["counted"] else None,
                        example_rows=tuple(int(i) for i in rows), detail=detail)
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ...data import EncodedTable
 
 
-DEFAULT_MAX_CELLS = 4_000_000
+DEFAULT_MAX_CELLS = 1_000_000
 #: the code standing for "this column has no suppressed cells" (codes are >= -1)
 NO_WILDCARD = -9
 
@@ -82,23 +82,31 @@ def distances(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarray:
 
 
 def _block(qn: np.ndarray, qc: np.ndarray, cand: MixedMatrix) -> np.ndarray:
-    D = np.zeros((qc.shape[0], cand.n))
+    """The (b, m) distances of a block of queries: the numeric terms summed in float64 into
+    one buffer, the categorical mismatches counted in small integers, then added once."""
+    b, m = qc.shape[0], cand.n
+    D = np.zeros((b, m))
+    tmp = np.empty((b, m)) if qn.shape[1] else D
     for j in range(qn.shape[1]):
         q = qn[:, j][:, None]
         c = cand.numeric[:, j][None, :]
-        d = np.abs(q - c)
+        np.subtract(q, c, out=tmp)
+        np.abs(tmp, out=tmp)
         if np.isnan(qn[:, j]).any() or np.isnan(cand.numeric[:, j]).any():
             qnan = np.isnan(q)
             cnan = np.isnan(c)
-            d = np.where(qnan & cnan, 1.0, np.where(qnan | cnan, np.inf, d))
-        D += d
-    for j in range(qc.shape[1]):
-        q, c = qc[:, j][:, None], cand.categorical[:, j][None, :]
-        w = cand.wild[j] if cand.wild else NO_WILDCARD
-        if w != NO_WILDCARD:  # a suppressed cell on either side matches anything
-            D += (q != c) & (q != w) & (c != w)
-        else:
-            D += q != c
+            tmp[...] = np.where(qnan & cnan, 1.0, np.where(qnan | cnan, np.inf, tmp))
+        D += tmp
+    if qc.shape[1]:
+        count = np.zeros((b, m), dtype=np.uint8 if qc.shape[1] < 255 else np.int32)
+        for j in range(qc.shape[1]):
+            q, c = qc[:, j][:, None], cand.categorical[:, j][None, :]
+            w = cand.wild[j] if cand.wild else NO_WILDCARD
+            if w != NO_WILDCARD:  # a suppressed cell on either side matches anything
+                count += (q != c) & (q != w) & (c != w)
+            else:
+                count += q != c
+        D += count
     return D
 
 
@@ -128,14 +136,22 @@ def kneighbors(queries: MixedMatrix, candidates: MixedMatrix, k: int,
 def _smallest_k(D: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Per row the k smallest entries, ties broken by column index, sorted (distance, index)."""
     b, m = D.shape
+    if k == 1:  # argmin returns the first (lowest-index) smallest entry
+        idx = np.argmin(D, axis=1)[:, None]
+        return idx, np.take_along_axis(D, idx, axis=1)
     if k == m:
         order = np.lexsort((np.broadcast_to(np.arange(m), D.shape), D), axis=1)
         return order, np.take_along_axis(D, order, axis=1)
     kth = np.partition(D, k - 1, axis=1)[:, k - 1][:, None]
     less = D < kth
-    n_less = less.sum(axis=1, keepdims=True)
     equal = D == kth
-    take = less | (equal & (np.cumsum(equal, axis=1) <= k - n_less))
+    n_less = less.sum(axis=1)
+    take = less | equal
+    spill = np.flatnonzero(n_less + equal.sum(axis=1) > k)  # ties at the k-th: lowest index
+    if spill.size:
+        eq = equal[spill]
+        first = np.cumsum(eq, axis=1, dtype=np.int32) <= (k - n_less[spill])[:, None]
+        take[spill] = less[spill] | (eq & first)
     rows, cols = np.nonzero(take)  # row-major: k entries per row, columns ascending
     idx = cols.reshape(b, k)
     dist = D[rows, cols].reshape(b, k)

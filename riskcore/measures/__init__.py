@@ -13,7 +13,7 @@ from typing import Any
 from .. import progress
 from ..errors import ConfigError
 from ..results import MeasureResult
-from . import drisk, k_anonymity, l_diversity, population, reid, sdc, suda, t_closeness
+from . import copies, drisk, k_anonymity, l_diversity, population, reid, sdc, suda, t_closeness
 from .alc import measure as alc
 from .attacks import inference, linkability, singling_out
 from .family import SECTIONS, MeasureFamily, MeasureInputs, Params
@@ -27,6 +27,7 @@ FAMILIES: tuple[MeasureFamily, ...] = (
     t_closeness.FAMILY,
     population.FAMILY,
     drisk.FAMILY,
+    copies.FAMILY,
     singling_out.FAMILY,
     linkability.FAMILY,
     inference.FAMILY,

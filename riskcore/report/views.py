@@ -260,6 +260,35 @@ def attacks_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def copies_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The DCR histograms (release to original, release to control, on shared bins) and the
+    copy counts of the ``copies`` family."""
+    out: dict[str, Any] = {"plots": [], "counts": None}
+    m = by_name.get("copies")
+    if not m or m.get("status") != "ok":
+        return out
+    details = m.get("details", {})
+    hist = details.get("dcr_histogram") or {}
+    edges = hist.get("edges") or []
+    labels = [f"{edges[i]:.2g}" for i in range(len(edges) - 1)]
+    near = m.get("parameters", {}).get("near", 0.0)
+    for key, title, caption in (
+            ("original", "Distance to the closest original row (DCR)",
+             "Compared released rows by their distance to the closest original row (0: a "
+             f"copy; red: within the near-copy distance {near:g})."),
+            ("control", "Distance to the closest control row",
+             "The same released rows by their distance to the closest control row: what "
+             "closeness to people the release was not made from looks like.")):
+        counts = hist.get(key)
+        if counts:
+            out["plots"].append(plots.bar_chart(
+                f"copies-dcr-{key}", title, labels, counts, xlabel="distance (bin start)",
+                ylabel="released rows", caption=caption,
+                highlight=[edges[i] <= near for i in range(len(counts))]))
+    out["counts"] = details.get("counts")
+    return out
+
+
 def alc_view(by_name: Mapping[str, Mapping[str, Any]], max_curves: int = 12) -> dict[str, Any]:
     """The ALC table, the attack-vs-base PRC scatter, and precision-recall per attack."""
     m = by_name.get("alc")

@@ -96,3 +96,24 @@ def test_measure_command_json_validates_against_the_measures_schema(demo_run, ca
     # the command line and the gate compute the same figures from the same table
     assert ours["sdc"]["figures"] == pytest.approx(gate["sdc"]["figures"])
     assert ours["k_anonymity"]["figures"] == gate["k_anonymity"]["figures"]
+
+
+def test_the_demo_shows_copies_in_its_outputs_and_the_policy_reads_them(demo_run):
+    """Issue 18: per-record DCR and copy flags keyed by row number, the report's section, and
+    the example policy's two checks (the k-anonymized demo reproduces its rows in the
+    release's domain: review; no control table: the holdout share cannot pass)."""
+    import pandas as pd
+
+    _, run = demo_run
+    per_record = pd.read_parquet(run / "per_record.parquet")
+    assert {"copies.dcr", "copies.exact_copy"} <= set(per_record.columns)
+    assert per_record["copies.exact_copy"].isin([0, 1]).all()
+    assert per_record["copies.dcr"].notna().sum() == min(1500, 5000)  # the compared sample
+    report = (run / "report.html").read_text()
+    assert 'data-plot="copies-dcr-original"' in report and 'id="copy-counts"' in report
+    decision = json.loads((run / "decision.json").read_text())
+    checks = {c["figure"]: c for c in decision["checks"]}
+    assert checks["copies.exact_share"]["verdict"] == "review"
+    assert checks["copies.exact_share"]["value"] > 0.5  # most rows, as generalized
+    assert checks["copies.holdout_share"]["verdict"] == "insufficient"
+    assert "control table" in json.dumps(checks["copies.holdout_share"])

@@ -1,0 +1,287 @@
+"""Copies and closeness: how near a release (synthetic data above all) stays to the original's
+rows (issue 18).
+
+The distance measures synthetic-data users already run: SDMetrics' ``DCRBaselineProtection``
+and ``DCROverfittingProtection``, synthcity's distance metrics, and the holdout "DCR share" of
+Platzer & Reutterer (2021), *Holdout-based fidelity and privacy assessment of mixed-type
+synthetic data* (Frontiers in Big Data 4). Over the compared columns (default: the
+quasi-identifiers and sensitive columns), with the attacks' Gower distance
+(:mod:`riskcore.measures.attacks.gower`, one implementation) divided by the number of columns,
+so that a distance lies in [0, 1] (0: equal on every column):
+
+* **exact copies**: a released row is a copy when some original row has the same value in every
+  compared column (missing equals missing). ``exact_share`` = copies / released rows;
+  ``original_reproduced_share`` = original rows that occur in the release / original rows;
+  ``exact_share_control`` is the same share against the control (holdout) rows: what chance
+  and the population give; ``exact_excess`` = ``exact_share`` - ``exact_share_control``.
+* **DCR** (distance to closest record): for each compared released row r, ``d_O(r)`` = min over
+  the original's rows of d(r, o), ``d_C(r)`` the same over the control rows.
+* **holdout share** (Platzer & Reutterer): original and control subsampled to the same size m;
+  s(r) = 1 if d_O(r) < d_C(r), 1/2 on a tie, 0 otherwise; ``holdout_share`` = mean s(r). A
+  generator that did not memorize gives 1/2 (the original and the control are draws from one
+  population); above 1/2 the release sits closer to the people it was trained on. Interval
+  mean +- z se with se = sd(s) / sqrt(n); ``holdout_p_value`` is the one-sided normal test of
+  H0: share <= 1/2.
+* **NNDR** (nearest-neighbour distance ratio): d_1(r) / d_2(r), the distances to the first and
+  second closest original rows (0/0 = 1): near 0, the released row sits on one specific
+  person; the same ratio against the control rows is its reference.
+
+Released rows are compared in a seeded sample (``sample_size``), original and control in
+seeded samples of ``reference_size``; the search runs in bounded blocks (never n x m memory).
+Per record: ``exact_copy`` (0/1, every released row) and ``dcr`` (the compared rows; NaN for
+rows outside the sample), keyed by released row number, never values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from .. import progress
+from ..equivalence import group_rows
+from ..errors import ConfigError
+from ..results import MeasureResult, Status
+from ..roles import Roles
+from .attacks.common import check_attack_columns
+from .attacks.gower import kneighbors, prepare
+from .family import MeasureFamily, MeasureInputs, Params
+
+DEFAULT_SAMPLE = 5_000
+DEFAULT_REFERENCE = 20_000
+QUANTILES = (0.01, 0.05, 0.25, 0.5)
+
+
+class CopiesParams(Params):
+    """Parameters of ``copies``."""
+
+    columns: list[str] | None = Field(
+        None, description="columns compared (default: quasi-identifiers and sensitive)")
+    sample_size: int = Field(DEFAULT_SAMPLE, ge=10,
+                             description="released rows compared by distance (seeded sample)")
+    reference_size: int = Field(DEFAULT_REFERENCE, ge=10,
+                                description="original and control rows searched (seeded)")
+    distance: Literal["gower"] = Field("gower", description="the attacks' Gower distance")
+    near: float = Field(0.05, ge=0, le=1,
+                        description="a released row within this DCR of an original row is a "
+                                    "near copy (per-column mean distance)")
+    bins: int = Field(20, ge=2, le=200, description="histogram bins of the DCR")
+    confidence: float = Field(0.95, gt=0, lt=1,
+                              description="level of the holdout share's interval")
+    column_fields = ("columns",)
+
+
+def exact_matches(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For code matrices ``a`` (n, p) and ``b`` (m, p): which rows of ``a`` equal some row of
+    ``b``, and which rows of ``b`` equal some row of ``a`` (missing codes equal each other)."""
+    ids, u = group_rows(np.vstack([a, b]))
+    in_a = np.zeros(u, dtype=bool)
+    in_b = np.zeros(u, dtype=bool)
+    in_a[ids[: len(a)]] = True
+    in_b[ids[len(a):]] = True
+    return in_b[ids[: len(a)]], in_a[ids[len(a):]]
+
+
+def nndr(d1: np.ndarray, d2: np.ndarray) -> np.ndarray:
+    """d1 / d2, with 0/0 = 1 (two equally close rows: no single person singled out) and
+    x/inf = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(d2 > 0, d1 / d2, 1.0)
+    out[np.isinf(d2) & np.isfinite(d1)] = 0.0
+    out[np.isinf(d1) & np.isinf(d2)] = 1.0
+    return out
+
+
+def holdout_test(d_orig: np.ndarray, d_ctrl: np.ndarray, confidence: float = 0.95
+                 ) -> tuple[float, tuple[float, float], float]:
+    """The holdout share with its interval and the one-sided p-value of H0: share <= 1/2."""
+    from scipy.stats import norm
+
+    scores = np.where(d_orig < d_ctrl, 1.0, np.where(d_orig == d_ctrl, 0.5, 0.0))
+    n = scores.size
+    share = float(scores.mean())
+    se = float(scores.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+    z = float(norm.ppf(0.5 + confidence / 2))
+    ci = (max(0.0, share - z * se), min(1.0, share + z * se))
+    if se == 0:
+        p = 0.0 if share > 0.5 else 1.0
+    else:
+        p = float(norm.sf((share - 0.5) / se))
+    return share, ci, p
+
+
+def _quantiles(x: np.ndarray, prefix: str) -> dict[str, float | None]:
+    finite = x[np.isfinite(x)]
+    return {f"{prefix}_{'median' if q == 0.5 else f'p{round(q * 100):02d}'}":
+            (float(np.quantile(finite, q)) if finite.size else None) for q in QUANTILES}
+
+
+def copies(original: Any, released: Any, control: Any = None, *,
+           columns: Sequence[str], sample_size: int = DEFAULT_SAMPLE,
+           reference_size: int = DEFAULT_REFERENCE, near: float = 0.05, bins: int = 20,
+           confidence: float = 0.95, seed: int = 0,
+           wildcards: dict[str, int] | None = None) -> MeasureResult:
+    """Copies and closeness of ``released`` to ``original`` (EncodedTables, jointly encoded);
+    see the module's docstring for every formula."""
+    cols = list(columns)
+    tables = {"original": original, "released": released}
+    if control is not None:
+        tables["control"] = control
+    check_attack_columns(tables, cols, "copies")
+    p = len(cols)
+    rng = np.random.default_rng(seed)
+    warnings: list[str] = []
+
+    # exact copies, over every row (codes are joint: equal values have equal codes)
+    rel_codes = released.codes(cols)
+    is_copy, reproduced = exact_matches(rel_codes, original.codes(cols))
+    figures: dict[str, float | int | None] = {
+        "exact_share": float(is_copy.mean()),
+        "original_reproduced_share": float(reproduced.mean()),
+        "n_exact_copies": int(is_copy.sum()),
+    }
+    copy_ctrl = None
+    if control is not None:
+        copy_ctrl, _ = exact_matches(rel_codes, control.codes(cols))
+        figures["exact_share_control"] = float(copy_ctrl.mean())
+        figures["exact_excess"] = float(is_copy.mean()) - float(copy_ctrl.mean())
+    else:
+        figures["exact_share_control"] = None
+        figures["exact_excess"] = None
+
+    # distances, in seeded samples; original and control of one size for the holdout share
+    n_cmp = min(sample_size, released.n)
+    rel_rows = np.sort(rng.choice(released.n, size=n_cmp, replace=False))
+    m_ori = min(reference_size, original.n)
+    if control is not None:
+        m_ori = min(m_ori, control.n)
+    ori_rows = np.sort(rng.choice(original.n, size=m_ori, replace=False))
+    ctrl_rows = (np.sort(rng.choice(control.n, size=m_ori, replace=False))
+                 if control is not None else None)
+    if m_ori < 2:
+        raise ConfigError("copies needs at least two original (and control) rows")
+    mats = prepare([released, original] + ([control] if control is not None else []), cols,
+                   [rel_rows, ori_rows] + ([ctrl_rows] if control is not None else []),
+                   wildcards)
+    with progress.scope("distance to the original"):
+        _, d_o = kneighbors(mats[0], mats[1], 2)
+    d_o = d_o / p
+    dcr_o, nndr_o = d_o[:, 0], nndr(d_o[:, 0], d_o[:, 1])
+    figures.update(_quantiles(dcr_o, "dcr_original"))
+    figures["near_share"] = float(np.mean(dcr_o <= near))
+    figures["nndr_original_median"] = float(np.median(nndr_o))
+    details: dict[str, Any] = {}
+    unavailable: dict[str, str] = {}
+    dcr_c = None
+    if control is not None:
+        with progress.scope("distance to the control"):
+            _, d_c = kneighbors(mats[0], mats[2], 2)
+        d_c = d_c / p
+        dcr_c, nndr_c = d_c[:, 0], nndr(d_c[:, 0], d_c[:, 1])
+        figures.update(_quantiles(dcr_c, "dcr_control"))
+        figures["nndr_control_median"] = float(np.median(nndr_c))
+        share, ci, pval = holdout_test(dcr_o, dcr_c, confidence)
+        figures.update({"holdout_share": share, "holdout_share_ci_low": ci[0],
+                        "holdout_share_ci_high": ci[1], "holdout_p_value": pval})
+    else:
+        reason = ("needs a control table (records held out of the data the release was made "
+                  "from): without it closeness to the original cannot be told from closeness "
+                  "to the population")
+        for name in ("dcr_control_p01", "dcr_control_p05", "dcr_control_p25",
+                     "dcr_control_median", "nndr_control_median", "holdout_share",
+                     "holdout_share_ci_low", "holdout_share_ci_high", "holdout_p_value"):
+            figures[name] = None
+            unavailable[name] = reason
+        warnings.append("no control table: the holdout share and the control baselines are "
+                        "not available")
+    figures.update({"n_compared": int(n_cmp), "n_reference": int(m_ori)})
+
+    finite = dcr_o[np.isfinite(dcr_o)]
+    if dcr_c is not None:
+        finite = np.concatenate([finite, dcr_c[np.isfinite(dcr_c)]])
+    top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    edges = np.linspace(0.0, top, bins + 1)
+    details["dcr_histogram"] = {
+        "edges": edges.tolist(),
+        "original": np.histogram(dcr_o[np.isfinite(dcr_o)], edges)[0].tolist(),
+        "control": (np.histogram(dcr_c[np.isfinite(dcr_c)], edges)[0].tolist()
+                    if dcr_c is not None else None)}
+    details["counts"] = {"released": int(released.n), "original": int(original.n),
+                         "control": None if control is None else int(control.n),
+                         "exact_copies": int(is_copy.sum()),
+                         "original_reproduced": int(reproduced.sum()),
+                         "exact_copies_of_control": None if copy_ctrl is None
+                         else int(copy_ctrl.sum())}
+    dcr_all = np.full(released.n, np.nan)
+    dcr_all[rel_rows] = dcr_o
+    return MeasureResult(
+        measure="copies", figures=figures,
+        parameters={"columns": cols, "sample_size": sample_size,
+                    "reference_size": reference_size, "distance": "gower", "near": near,
+                    "bins": bins, "confidence": confidence, "seed": seed},
+        higher_is_riskier=FIGURES, details=details, warnings=tuple(warnings),
+        per_record={"exact_copy": is_copy.astype(np.int8), "dcr": dcr_all},
+        unavailable=unavailable)
+
+
+#: figure -> higher is riskier
+FIGURES: dict[str, bool] = {
+    "exact_share": True, "original_reproduced_share": True, "n_exact_copies": True,
+    "exact_share_control": False, "exact_excess": True,
+    "dcr_original_p01": False, "dcr_original_p05": False, "dcr_original_p25": False,
+    "dcr_original_median": False, "near_share": True, "nndr_original_median": False,
+    "dcr_control_p01": True, "dcr_control_p05": True, "dcr_control_p25": True,
+    "dcr_control_median": True, "nndr_control_median": True,
+    "holdout_share": True, "holdout_share_ci_low": True, "holdout_share_ci_high": True,
+    "holdout_p_value": False, "n_compared": False, "n_reference": False,
+}
+
+
+def _columns(params: CopiesParams, roles: Roles, released: Any) -> list[str]:
+    if params.columns:
+        return list(params.columns)
+    return [c for c in (*roles.quasi_identifiers, *roles.sensitive) if c in released.columns]
+
+
+def _run(inputs: MeasureInputs, params: CopiesParams) -> MeasureResult:
+    missing = FAMILY.missing_tables(inputs)
+    if missing:
+        return missing
+    assert inputs.original is not None
+    cols = _columns(params, inputs.released.roles, inputs.released)
+    if not cols:
+        return MeasureResult(measure="copies", figures={}, status=Status.NOT_COMPUTABLE,
+                             reason="no column to compare: give measures.copies.columns")
+    refused = inputs.domain_check("copies", cols)
+    if refused is not None:
+        return refused
+    result = copies(inputs.original, inputs.released, inputs.control, columns=cols,
+                    sample_size=params.sample_size, reference_size=params.reference_size,
+                    near=params.near, bins=params.bins, confidence=params.confidence,
+                    seed=inputs.seed, wildcards=inputs.wildcards(cols))
+    return inputs.with_alignment(result, cols)
+
+
+FAMILY = MeasureFamily(
+    name="copies",
+    title="Copies and closeness",
+    section="copies",
+    params=CopiesParams,
+    run=_run,
+    figures=lambda p, roles: dict(FIGURES),
+    needs=("original",),
+    how_to_read=(
+        "Whether the release copied people. Exact copies: released rows equal to an original "
+        "row on every compared column, beside the same share against control rows (what "
+        "chance gives). DCR: each released row's distance to its closest original row (0 = a "
+        "copy, 1 = different on every column), drawn against its distance to the closest "
+        "control row. Holdout share: the share of released rows closer to the original than "
+        "to the control; 0.5 when the generator did not memorize its training rows, above 0.5 "
+        "when it did. NNDR near 0: the row sits on one specific person."),
+    advice=(
+        "The release sits too close to the original's rows: remove the exact and near "
+        "copies, train the generator with more privacy (fewer epochs, differential privacy) "
+        "or generalize the columns that make rows unique."),
+)

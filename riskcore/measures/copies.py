@@ -26,8 +26,12 @@ so that a distance lies in [0, 1] (0: equal on every column):
   second closest original rows (0/0 = 1): near 0, the released row sits on one specific
   person; the same ratio against the control rows is its reference.
 
-Released rows are compared in a seeded sample (``sample_size``), original and control in
-seeded samples of ``reference_size``; the search runs in bounded blocks (never n x m memory).
+Released rows are compared in a seeded sample (``sample_size``). For the holdout share the
+original and the control are cut to one size m (the smaller table's); the nearest-neighbour
+search runs over seeded reference samples of them (``reference_size``) in bounded blocks (never
+n x m memory), and a released row that is an exact copy of any of the m rows (found by
+hashing, over all of them) is put at its least possible distance, so verbatim copies count at
+any table size; near copies count within the reference samples.
 Per record: ``exact_copy`` (0/1, every released row) and ``dcr`` (the compared rows; NaN for
 rows outside the sample), keyed by released row number, never values.
 """
@@ -151,23 +155,37 @@ def copies(original: Any, released: Any, control: Any = None, *,
         figures["exact_share_control"] = None
         figures["exact_excess"] = None
 
-    # distances, in seeded samples; original and control of one size for the holdout share
+    # distances: released rows in a seeded sample; the original and the control cut to one
+    # size m for the holdout share, searched in seeded reference samples of them, and every
+    # exact copy of a row of the size-m tables found by hashing (a copy whose source is not
+    # in the reference sample still sits at its least possible distance)
     n_cmp = min(sample_size, released.n)
     rel_rows = np.sort(rng.choice(released.n, size=n_cmp, replace=False))
-    m_ori = min(reference_size, original.n)
-    if control is not None:
-        m_ori = min(m_ori, control.n)
-    ori_rows = np.sort(rng.choice(original.n, size=m_ori, replace=False))
-    ctrl_rows = (np.sort(rng.choice(control.n, size=m_ori, replace=False))
-                 if control is not None else None)
-    if m_ori < 2:
+    m = original.n if control is None else min(original.n, control.n)
+    if m < 2:
         raise ConfigError("copies needs at least two original (and control) rows")
+    ori_m = rng.permutation(original.n)[:m]
+    ctrl_m = rng.permutation(control.n)[:m] if control is not None else None
+    n_ref = min(reference_size, m)
     mats = prepare([released, original] + ([control] if control is not None else []), cols,
-                   [rel_rows, ori_rows] + ([ctrl_rows] if control is not None else []),
-                   wildcards)
+                   [rel_rows, np.sort(ori_m[:n_ref])]
+                   + ([np.sort(ctrl_m[:n_ref])] if ctrl_m is not None else []), wildcards)
+    sample_codes = rel_codes[rel_rows]
+    # the distance of a row to its own copy: both-missing numeric columns add 1 each
+    self_d = (np.isnan(mats[0].numeric).sum(axis=1) / p if mats[0].numeric.size
+              else np.zeros(n_cmp))
+
+    def closest(cand: Any, table: Any, rows: np.ndarray) -> np.ndarray:
+        _, d = kneighbors(mats[0], cand, 2)
+        d = d / p
+        copied, _ = exact_matches(sample_codes, table.codes(cols)[rows])
+        fix = copied & (self_d < d[:, 0])
+        d[fix, 1] = d[fix, 0]
+        d[fix, 0] = self_d[fix]
+        return d
+
     with progress.scope("distance to the original"):
-        _, d_o = kneighbors(mats[0], mats[1], 2)
-    d_o = d_o / p
+        d_o = closest(mats[1], original, ori_m)
     dcr_o, nndr_o = d_o[:, 0], nndr(d_o[:, 0], d_o[:, 1])
     figures.update(_quantiles(dcr_o, "dcr_original"))
     figures["near_share"] = float(np.mean(dcr_o <= near))
@@ -176,9 +194,9 @@ def copies(original: Any, released: Any, control: Any = None, *,
     unavailable: dict[str, str] = {}
     dcr_c = None
     if control is not None:
+        assert ctrl_m is not None
         with progress.scope("distance to the control"):
-            _, d_c = kneighbors(mats[0], mats[2], 2)
-        d_c = d_c / p
+            d_c = closest(mats[2], control, ctrl_m)
         dcr_c, nndr_c = d_c[:, 0], nndr(d_c[:, 0], d_c[:, 1])
         figures.update(_quantiles(dcr_c, "dcr_control"))
         figures["nndr_control_median"] = float(np.median(nndr_c))
@@ -196,7 +214,8 @@ def copies(original: Any, released: Any, control: Any = None, *,
             unavailable[name] = reason
         warnings.append("no control table: the holdout share and the control baselines are "
                         "not available")
-    figures.update({"n_compared": int(n_cmp), "n_reference": int(m_ori)})
+    figures.update({"n_compared": int(n_cmp), "n_reference": int(n_ref),
+                    "n_holdout_size": int(m)})
 
     finite = dcr_o[np.isfinite(dcr_o)]
     if dcr_c is not None:
@@ -236,6 +255,7 @@ FIGURES: dict[str, bool] = {
     "dcr_control_median": True, "nndr_control_median": True,
     "holdout_share": True, "holdout_share_ci_low": True, "holdout_share_ci_high": True,
     "holdout_p_value": False, "n_compared": False, "n_reference": False,
+    "n_holdout_size": False,
 }
 
 

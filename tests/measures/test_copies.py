@@ -162,3 +162,16 @@ def test_the_same_seed_gives_the_same_figures_in_another_process():
     doc = json.loads(outs[0])
     assert doc["f"]["n_compared"] == 300 and doc["f"]["n_reference"] == 500
     assert sum(x is not None for x in doc["dcr"]) == 300  # the sample, keyed by row number
+
+
+def test_copies_count_even_when_their_sources_are_outside_the_reference_sample(population):
+    """A reference sample of 500 of 6,000 rows holds few of the copied rows' sources; the
+    copies, found by hashing over the whole size-m tables, still put the share above 1/2."""
+    original, control, fresh = population
+    k = int(0.15 * N)
+    planted = fresh.copy()
+    planted.iloc[:k] = original.sample(k, random_state=3).to_numpy()
+    f = run(original, planted, control, reference_size=500, sample_size=3000).figures
+    assert f["n_reference"] == 500 and f["n_holdout_size"] == N
+    assert f["holdout_share_ci_low"] > 0.5 and f["holdout_p_value"] < 1e-6
+    assert f["dcr_original_p05"] == 0.0  # the copies sit at distance 0

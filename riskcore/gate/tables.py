@@ -256,15 +256,20 @@ def _arrow_csv(text: str, header: list[str], sep: str, na_values: Sequence[str]
 
 
 def categorical_frame(table: pa.Table) -> pd.DataFrame:
-    """An Arrow table as pandas, text columns as Categoricals (dictionary-encoded once, in
-    Arrow), the other columns as pandas makes them."""
-    text = [f.name for f in table.schema
-            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-    frame = table.drop_columns(text).to_pandas() if len(text) < table.num_columns else \
-        pd.DataFrame(index=pd.RangeIndex(table.num_rows))
-    cols = {name: _categorical(table.column(name)) for name in text}
-    out = pd.concat([frame, pd.DataFrame(cols, index=frame.index)], axis=1)
-    return out[table.column_names]
+    """An Arrow table as pandas, column by column (the Arrow buffers go back to the system as
+    soon as the frame holds its own): text as Categoricals (dictionary-encoded once, in
+    Arrow), numbers as pandas makes them."""
+    cols: dict[str, Any] = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            cols[name] = _categorical(col)
+        else:
+            cols[name] = col.to_pandas()
+    del table
+    frame = pd.DataFrame(cols, copy=False)
+    pa.default_memory_pool().release_unused()
+    return frame
 
 
 def _categorical(column: pa.ChunkedArray) -> pd.Categorical:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -123,14 +123,94 @@ def kneighbors(queries: MixedMatrix, candidates: MixedMatrix, k: int,
     block = max(1, min(nq, max_cells // max(m, 1)))
     out_i = np.empty((nq, k), dtype=np.int64)
     out_d = np.empty((nq, k))
+    kernel = _compiled()
+    if kernel is not None:  # one pass per query, no b x m matrix
+        block = max(1, min(nq, 256))
+        cn = np.ascontiguousarray(candidates.numeric, dtype=np.float64)
+        cc = np.ascontiguousarray(candidates.categorical, dtype=np.int32)
+        wild = np.asarray(candidates.wild or (NO_WILDCARD,) * cc.shape[1], dtype=np.int32)
     for start in range(0, nq, block):
         progress.tick("nearest neighbours (queries)", start, nq)
         sl = slice(start, min(nq, start + block))
+        if kernel is not None:
+            kernel(np.ascontiguousarray(queries.numeric[sl], dtype=np.float64),
+                   np.ascontiguousarray(queries.categorical[sl], dtype=np.int32),
+                   cn, cc, wild, out_i[sl], out_d[sl])
+            continue
         D = _block(queries.numeric[sl], queries.categorical[sl], candidates)
         idx, dist = _smallest_k(D, k)
         out_i[sl] = idx
         out_d[sl] = dist
     return out_i, out_d
+
+
+_KERNEL: dict[str, Any] = {}
+
+
+def _compiled() -> Any:
+    """The compiled k-NN kernel (numba), or None where numba is absent (the NumPy blocks
+    then give the same result)."""
+    if "fn" not in _KERNEL:
+        try:
+            import numba
+        except ImportError:
+            _KERNEL["fn"] = None
+        else:
+            _KERNEL["fn"] = numba.njit(cache=True, nogil=True)(_knn_rows)
+    return _KERNEL["fn"]
+
+
+def _knn_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, cc: np.ndarray,
+              wild: np.ndarray, out_i: np.ndarray, out_d: np.ndarray) -> None:  # pragma: no cover
+    """Per query the k nearest candidates, (distance, row) ascending, in one pass over the
+    candidates: the same sums in the same order as :func:`_block` (numeric terms from 0.0,
+    then the count of categorical mismatches), so the same float64 distances, and a sorted
+    buffer of k where a later row never displaces an equal earlier one (ties: lower row)."""
+    nq, p = qn.shape
+    m, q = cc.shape
+    k = out_i.shape[1]
+    inf = np.inf
+    for i in range(nq):
+        filled = 0
+        worst = inf  # the k-th distance so far; every term is >= 0, so a partial sum at or
+        for j in range(m):  # above it already rules the candidate out
+            d = 0.0
+            for c in range(p):
+                a = qn[i, c]
+                b = cn[j, c]
+                if a != a:
+                    d += 1.0 if b != b else inf
+                elif b != b:
+                    d += inf
+                else:
+                    d += abs(a - b)
+                if filled == k and d >= worst:
+                    break
+            if filled == k and d >= worst:
+                continue
+            count = 0
+            for c in range(q):
+                a2 = qc[i, c]
+                b2 = cc[j, c]
+                w = wild[c]
+                if a2 != b2 and not (w != NO_WILDCARD and (a2 == w or b2 == w)):
+                    count += 1
+            if q:
+                d += count
+            if filled == k and not d < worst:
+                continue
+            pos = filled if filled < k else k - 1
+            while pos > 0 and out_d[i, pos - 1] > d:
+                if pos < k:
+                    out_d[i, pos] = out_d[i, pos - 1]
+                    out_i[i, pos] = out_i[i, pos - 1]
+                pos -= 1
+            out_d[i, pos] = d
+            out_i[i, pos] = j
+            if filled < k:
+                filled += 1
+            if filled == k:
+                worst = out_d[i, k - 1]
 
 
 def _smallest_k(D: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

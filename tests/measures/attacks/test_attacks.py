@@ -82,6 +82,35 @@ def test_gower_and_neighbours_against_brute_force(shared):
         np.testing.assert_allclose(dist[i], D[i, order])
 
 
+def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours():
+    """Issue 19: the numba kernel and the NumPy blocks agree to the bit, on ties (few
+    categories), missing numbers and suppressed cells, for k = 1, several and all."""
+    from riskcore.measures.attacks import gower
+    from riskcore.measures.attacks.gower import MixedMatrix
+
+    rng = np.random.default_rng(4)
+
+    def matrix(n):
+        num = rng.integers(0, 4, size=(n, 2)) / 3.0
+        num[rng.random((n, 2)) < 0.1] = np.nan
+        cat = rng.integers(-1, 3, size=(n, 3)).astype(np.int32)
+        return MixedMatrix(numeric=num, categorical=cat, columns=("a", "b", "c", "d", "e"),
+                           n=n, wild=(gower.NO_WILDCARD, 2, gower.NO_WILDCARD))
+
+    q, c = matrix(60), matrix(45)
+    assert gower._compiled() is not None
+    for k in (1, 4, 45):
+        fast = kneighbors(q, c, k)
+        saved = gower._KERNEL.pop("fn")
+        gower._KERNEL["fn"] = None
+        try:
+            slow = kneighbors(q, c, k, max_cells=300)
+        finally:
+            gower._KERNEL["fn"] = saved
+        np.testing.assert_array_equal(fast[0], slow[0])
+        np.testing.assert_array_equal(fast[1], slow[1])
+
+
 @pytest.fixture(scope="module")
 def adults(shared):
     d = shared / "datasets/anonymeter"

@@ -14,14 +14,9 @@ so nothing sensitive leaks into reports.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
-import signal
 import threading
-import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,46 +128,20 @@ def _gx_context() -> tuple[Any, Any, Any]:
         return _GX["gx"], _GX["context"], _GX["source"]
 
 
-_HELPER: dict[str, Any] = {}
-
-
 def warm_up() -> None:
-    """Start Great Expectations' import now, off the run's path: in a helper process (a
-    spawned Python on the other core, which validates every table of this process from then
-    on), else in a background thread. Importing GX costs seconds of CPU; in a thread it would
-    still share this process's interpreter lock with Prefect's start-up."""
+    """Import Great Expectations and build its context in a background thread while the run
+    starts and the tables load (the import takes seconds; nothing when done already). A
+    thread, not a helper process: a worker running several gates at once would otherwise
+    double its processes and their memory for a second or two saved per run."""
     with _GX_LOCK:
-        if _GX or _HELPER:
+        if _GX:
             return
-        if not multiprocessing.current_process().daemon:  # a daemon may not have children
-            try:
-                pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                           initializer=_helper_start)
-                _HELPER["pool"] = pool
-                _HELPER["ready"] = pool.submit(os.getpid)
-                return
-            except (OSError, RuntimeError, ValueError) as exc:
-                log.debug("no validation helper process: %s", exc)
     threading.Thread(target=_gx_context, name="riskgate-gx-warm-up", daemon=True).start()
-
-
-def _helper_start() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C
-    parent = os.getppid()
-
-    def orphaned() -> None:  # a killed parent leaves no helper behind
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(0)
-
-    threading.Thread(target=orphaned, name="riskgate-parent-watch", daemon=True).start()
-    _gx_context()
 
 
 def _run_suites(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]
                 ) -> list[list[dict[str, Any]]]:
-    """Validate each job's frame against a suite of its specs (in this process); the results
-    as plain data (no GX object crosses a process boundary)."""
+    """Validate each job's frame against a suite of its specs; the results as plain data."""
     gx, _, source = _gx_context()
     out = []
     for name, frame, specs in jobs:
@@ -196,19 +165,6 @@ def _run_suites(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]
                 if error.get("raised_exception") else ""})
         out.append(rows)
     return out
-
-
-def _validate_jobs(jobs: list[tuple[str, pd.DataFrame, Sequence[Spec]]]
-                   ) -> list[list[dict[str, Any]]]:
-    """In the helper process when there is one (and it answers), else here."""
-    pool = _HELPER.get("pool")
-    if pool is not None:
-        try:
-            return pool.submit(_run_suites, jobs).result()  # type: ignore[no-any-return]
-        except BrokenProcessPool:
-            log.debug("the validation helper process died; validating in this process")
-            _HELPER.clear()
-    return _run_suites(jobs)
 
 
 @dataclass(frozen=True)
@@ -361,7 +317,7 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
 
     Per table, one suite per group of columns, built whole and validated in one pass over the
     columns' distinct values (:class:`DistinctValues`); counts and example rows are mapped back
-    to the table's rows. GX runs in the helper process :func:`warm_up` started, if any.
+    to the table's rows.
 
     Args:
         frames: table role name -> DataFrame as read (CSV cells as text).
@@ -383,7 +339,7 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
             jobs.append((f"{table}-{i}", parts[i], part_specs))
             owners.append((table, values, {sp.key: sp.label for sp in part_specs}))
     results: list[CheckResult] = []
-    for (table, values, labels), rows in zip(owners, _validate_jobs(jobs)):
+    for (table, values, labels), rows in zip(owners, _run_suites(jobs)):
         results.extend(_check(table, row, values, labels) for row in rows)
     results.extend(_preconditions(frames, roles, types))
     return CleanlinessReport(checks=tuple(results),

@@ -8,6 +8,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for name in ("equivalence", "sdc", "attacks", "alc", "copies", "gate"):
+for name in ("equivalence", "sdc", "population", "attacks", "alc", "copies", "gate"):
     print(f"\n=== bench/{name}.py", flush=True)
     subprocess.run([sys.executable, "-m", f"bench.{name}"], check=True, cwd=ROOT)

@@ -17,21 +17,34 @@ reported as such with the reason, never as 0.
   (a, b) from the c1 and c2 equations; uniques = K b^a.
 * Dankar et al. (2012): f <= 0.1: Pitman (Zayatz if Pitman is not available); otherwise
   min(Zayatz, SNB) if SNB is available, else Zayatz.
+* Log-linear (Skinner & Holmes 1998; Skinner & Shlomo 2008; :mod:`.loglinear`): a Poisson
+  log-linear model of the key cells (main effects and the two-way interactions of the
+  BIC-optimal forest) gives each sample unique's P(F = 1 | f = 1) and E[1/F | f = 1];
+  tau1 and tau2 are their sums, and the expected population uniques are tau1 / pi.
+* ``best``: Dankar's rule extended with the log-linear model: the log-linear estimate when it is
+  available (it models the key variables' structure, which the class-size models cannot see),
+  otherwise Dankar's choice.
+
+With no sample unique (c1 = 0) every estimate is 0, with that reason: the safest case.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
 from ..errors import ConfigError
 from ..results import MeasureResult
+from . import loglinear
 from .family import MeasureFamily, MeasureInputs, Params
 
 _INT_MAX = 2_147_483_647
+NO_UNIQUES = "no sample uniques (c1 = 0): no record is unique in the sample, so none is a " \
+    "population unique; the estimate is 0"
 US_POPULATION = 317_238_626  # ARX's ARXPopulationModel.Region.USA
 
 
@@ -42,6 +55,7 @@ class Estimate:
     model: str
     uniques: float | None
     reason: str | None = None
+    note: str | None = None
 
     @property
     def available(self) -> bool:
@@ -81,7 +95,7 @@ def zayatz(class_sizes: np.ndarray, N: float) -> Estimate:
     h = _histogram(class_sizes, N)
     k, c, n, c1 = h.k, h.c, h.n, h.c1
     if c1 == 0:
-        return Estimate("zayatz", None, "no sample uniques (c1 = 0): the estimate is 0")
+        return Estimate("zayatz", 0.0, note=NO_UNIQUES)
     Nh = min(float(N), float(_INT_MAX))
     # log h(K) - log h(1) = log K + sum_{i=1}^{K-1} log1p(-(n-1)/(Nh-i)): no cancellation
     # between huge log-binomials (the direct form loses 1e-6 relative at N = 3e8)
@@ -107,7 +121,7 @@ def pitman(class_sizes: np.ndarray, N: float, tol: float = 1e-12, max_iter: int 
     h = _histogram(class_sizes, N)
     k, c, n, u, c1 = h.k, h.c, h.n, h.u, h.c1
     if c1 == 0:
-        return Estimate("pitman", None, "no sample uniques (c1 = 0): the estimate is 0")
+        return Estimate("pitman", 0.0, note=NO_UNIQUES)
     c2 = h.c2 or 1.0
     cc = c1 * (c1 - 1.0) / c2
     theta = (n * u * cc - c1 * (n - 1.0) * (2.0 * u + cc)) / (2.0 * c1 * u + c1 * cc - n * cc)
@@ -160,7 +174,7 @@ def snb(class_sizes: np.ndarray, N: float, tol: float = 1e-10, max_iter: int = 2
     h = _histogram(class_sizes, N)
     k, c, n, u, c1, c2 = h.k, h.c, h.n, h.u, h.c1, h.c2
     if c1 == 0:
-        return Estimate("snb", None, "no sample uniques (c1 = 0): the estimate is 0")
+        return Estimate("snb", 0.0, note=NO_UNIQUES)
     f = n / float(N)
     with np.errstate(all="ignore"):
         v1 = np.sum(k * f**2 * (1 - f**2) ** (k - 1) * c)
@@ -220,6 +234,8 @@ def _valid(model: str, value: float, N: float) -> Estimate:
 def dankar(zay: Estimate, pit: Estimate, snb_: Estimate, sampling_fraction: float
            ) -> tuple[Estimate, str | None]:
     """Dankar's decision rule; returns the estimate and the model chosen."""
+    if zay.note == NO_UNIQUES:
+        return Estimate("dankar", 0.0, note=NO_UNIQUES), None
     if sampling_fraction <= 0.1:
         if pit.available:
             return Estimate("dankar", pit.uniques), "pitman"
@@ -234,12 +250,57 @@ def dankar(zay: Estimate, pit: Estimate, snb_: Estimate, sampling_fraction: floa
     return Estimate("dankar", None, "no underlying model is available"), None
 
 
-def population_uniqueness(class_sizes: np.ndarray, population_size: float) -> MeasureResult:
-    """All four models as the ``population`` measure.
+def loglinear_estimate(codes: np.ndarray, class_id: np.ndarray, n_classes: int, N: float,
+                       interactions: Sequence[tuple[int, int]] | None = None
+                       ) -> tuple[Estimate, dict[str, Any], dict[str, np.ndarray]]:
+    """The log-linear model's estimate of population uniques (tau1 / pi), its details
+    (tau1, tau2, the model) and its per-record risks (:mod:`.loglinear`).
 
-    Figures: ``zayatz``, ``pitman``, ``snb``, ``dankar`` (estimated population uniques) and
-    ``<model>_fraction`` (uniques / N); an unavailable model's figures are None with the reason
-    in ``details``.
+    Args:
+        codes: the key columns' codes, one row per sample record (missing coded < 0).
+        class_id: per record, its key cell; n_classes the number of cells.
+        N: the population size.
+        interactions: the forest's pairs of column positions; None chooses them by BIC.
+    """
+    n = codes.shape[0]
+    _check(n, N)
+    pi = n / float(N)
+    x, levels = loglinear.dense_levels(codes)
+    edges = loglinear.choose_forest(x, levels) if interactions is None else tuple(interactions)
+    fit = loglinear.fit_forest(x, levels, edges, class_id, n_classes)
+    f = np.bincount(class_id, minlength=n_classes).astype(np.float64)
+    nu = (1.0 - pi) * fit.mu / pi  # expected population records outside the sample, per cell
+    unique = f == 1
+    with np.errstate(over="ignore", under="ignore"):
+        p_unique = np.exp(-nu)
+        risk = loglinear.record_risk(f, nu)
+    tau1 = float(p_unique[unique].sum())
+    tau2 = float(risk[unique].sum())
+    details: dict[str, Any] = {
+        "model": {"interactions": [list(e) for e in edges], "criterion":
+                  "BIC" if interactions is None else "configured",
+                  "df": fit.df, "bic": fit.bic, "loglik": fit.loglik},
+        "tau1": tau1, "tau2": tau2}
+    per_record = {"loglinear_risk": risk[class_id],
+                  "loglinear_p_unique": np.where(unique, p_unique, np.nan)[class_id]}
+    if not unique.any():
+        return Estimate("loglinear", 0.0, note=NO_UNIQUES), details, per_record
+    if not (np.isfinite(tau1) and np.isfinite(tau2) and np.all(np.isfinite(fit.mu))):
+        return (Estimate("loglinear", None, "the fitted cell means are not finite numbers"),
+                details, per_record)
+    return Estimate("loglinear", min(tau1 / pi, float(N))), details, per_record
+
+
+def population_uniqueness(class_sizes: np.ndarray, population_size: float,
+                          loglinear_fit: tuple[Estimate, dict[str, Any], dict[str, np.ndarray]]
+                          | None = None) -> MeasureResult:
+    """All models as the ``population`` measure.
+
+    Figures: ``zayatz``, ``pitman``, ``snb``, ``dankar`` (and, given its fit, ``loglinear``,
+    ``loglinear_tau1``, ``loglinear_tau2``) estimated population uniques, ``best`` (the
+    log-linear estimate if available, else Dankar's) and ``<model>_fraction`` (uniques / N). An
+    unavailable model's figures are None with the reason in ``unavailable``; with no sample
+    uniques every estimate is 0, with that reason in ``details.notes``.
     """
     sizes = np.asarray(class_sizes, dtype=np.int64)
     n = int(sizes.sum())
@@ -250,26 +311,51 @@ def population_uniqueness(class_sizes: np.ndarray, population_size: float) -> Me
     f = n / N
     z, p, s = zayatz(sizes, N), pitman(sizes, N), snb(sizes, N)
     d, chosen = dankar(z, p, s, f)
+    estimates = [z, p, s, d]
+    details: dict[str, Any] = {"dankar_chosen_model": chosen}
+    per_record: dict[str, np.ndarray] = {}
     figures: dict[str, float | int | None] = {}
+    if loglinear_fit is not None:
+        ll, ll_details, per_record = loglinear_fit
+        estimates.append(ll)
+        details["loglinear"] = ll_details
+        figures["loglinear_tau1"] = ll_details["tau1"] if ll.available else None
+        figures["loglinear_tau2"] = ll_details["tau2"] if ll.available else None
+        best = Estimate("best", ll.uniques, ll.reason, ll.note) if ll.available else \
+            Estimate("best", d.uniques, d.reason, d.note)
+        details["best_model"] = "loglinear" if ll.available else (
+            f"dankar ({chosen})" if d.available and chosen else "dankar")
+        estimates.append(best)
     reasons: dict[str, str] = {}
-    for est in (z, p, s, d):
+    notes: dict[str, str] = {}
+    for est in estimates:
         figures[est.model] = est.uniques
         figures[f"{est.model}_fraction"] = None if est.uniques is None else est.uniques / N
         if est.reason:
             reasons[est.model] = est.reason
+        if est.note:
+            notes[est.model] = est.note
+    if "loglinear" in reasons:
+        for tau in ("loglinear_tau1", "loglinear_tau2"):
+            reasons[tau] = reasons["loglinear"]
     figures["sample_uniques"] = int(np.count_nonzero(sizes == 1))
+    details["not_available"] = reasons
+    details["notes"] = notes
     return MeasureResult(
         measure="population",
         figures=figures,
         parameters={"population_size": N, "sampling_fraction": f, "n": n},
         higher_is_riskier={k: True for k in figures},
-        details={"dankar_chosen_model": chosen, "not_available": reasons},
-        warnings=tuple(f"{m}: not available ({r})" for m, r in reasons.items()),
-        unavailable={**reasons, **{f"{m}_fraction": r for m, r in reasons.items()}},
+        per_record=per_record,
+        details=details,
+        warnings=tuple(f"{m}: not available ({r})" for m, r in reasons.items()
+                       if not m.startswith("loglinear_tau")),
+        unavailable={**reasons, **{f"{m}_fraction": r for m, r in reasons.items()
+                                   if not m.startswith("loglinear_tau")}},
     )
 
 
-MODELS = ("zayatz", "pitman", "snb", "dankar")
+MODELS = ("zayatz", "pitman", "snb", "dankar", "loglinear", "best")
 
 
 class PopulationParams(Params):
@@ -277,6 +363,10 @@ class PopulationParams(Params):
 
     population_size: float | Literal["USA"] = Field(
         description="N, the population the sample was drawn from (a number, or USA)")
+    interactions: Literal["auto", "none"] | list[tuple[str, str]] = Field(
+        "auto", description="the log-linear model's two-way interactions: auto (the forest "
+        "that maximizes BIC), none (main effects only), or pairs of quasi-identifiers that "
+        "form a forest (no cycle)")
 
     def size(self) -> float:
         if self.population_size == "USA":
@@ -286,30 +376,71 @@ class PopulationParams(Params):
             raise ConfigError(f"population_size must be a positive number, got {size}")
         return size
 
+    def pairs(self, keys: Sequence[str]) -> list[tuple[int, int]] | None:
+        """The configured interactions as column positions in ``keys`` (None: choose)."""
+        if self.interactions == "auto":
+            return None
+        if self.interactions == "none":
+            return []
+        out: list[tuple[int, int]] = []
+        for a, b in self.interactions:
+            for name in (a, b):
+                if name not in keys:
+                    raise ConfigError(
+                        f"population.interactions names '{name}', which is not a "
+                        f"quasi-identifier ({', '.join(keys)}); name two of them per pair")
+            if a == b:
+                raise ConfigError(f"population.interactions pairs '{a}' with itself; "
+                                  "name two different quasi-identifiers")
+            out.append((keys.index(a), keys.index(b)))
+        if not loglinear.is_forest(len(keys), out):
+            raise ConfigError(
+                "population.interactions form a cycle (or repeat a pair): the closed-form fit "
+                "needs a forest; drop a pair, or use 'auto'")
+        return out
 
-def _check_params(params: PopulationParams, _roles: object) -> None:
+
+def _check_params(params: PopulationParams, roles: object) -> None:
     params.size()
+    keys = list(getattr(roles, "quasi_identifiers", ()) or ())
+    if keys:
+        params.pairs(keys)
 
 
 def _run(inputs: MeasureInputs, params: PopulationParams) -> MeasureResult:
     freq = inputs.frequencies(with_population=False, missing="own")  # type: ignore[arg-type]
-    return population_uniqueness(freq.class_size, params.size())
+    keys = list(freq.quasi_identifiers)
+    N = params.size()
+    fit = loglinear_estimate(inputs.released.codes(keys), freq.class_id, freq.n_classes, N,
+                             params.pairs(keys))
+    result = population_uniqueness(freq.class_size, N, fit)
+    model = result.details.get("loglinear", {}).get("model", {})
+    named = [[keys[a], keys[b]] for a, b in model.get("interactions", [])]
+    details = {**result.details, "loglinear": {**result.details["loglinear"],
+                                               "model": {**model, "interactions": named}}}
+    return replace(result, details=details)
 
 
 FAMILY = MeasureFamily(
     name="population",
-    title="Population uniqueness (ARX models)",
+    title="Population uniqueness (ARX models and a log-linear model)",
     section="sdc",
     params=PopulationParams,
     run=_run,
     figures=lambda p, roles: {**{m: True for m in MODELS},
                               **{f"{m}_fraction": True for m in MODELS},
+                              "loglinear_tau1": True, "loglinear_tau2": True,
                               "sample_uniques": True},
     check=_check_params,
     how_to_read=(
         "Estimates of how many records are unique in the whole population, not only in the "
-        "sample, from the sample's class sizes (Zayatz, Pitman, SNB; Dankar picks a model). "
-        "A population unique found in the release can be re-identified with certainty."),
+        "sample. Zayatz, Pitman and SNB use only the sample's class sizes (Dankar's rule picks "
+        "one, as ARX does). The log-linear model also uses how the key variables depend on "
+        "each other, and gives each record its risk: E[1/F], the chance that a match on its "
+        "keys is the right person (tau1: sample uniques expected to be population unique; "
+        "tau2: expected correct matches among them). 'best' is the log-linear estimate when "
+        "it is available. A population unique found in the release can be re-identified "
+        "with certainty."),
     advice=(
         "Records unique in the population can be re-identified with certainty: generalize the "
         "quasi-identifiers or release a smaller sample."),

@@ -151,6 +151,20 @@ def sdc_view(by_name: Mapping[str, Mapping[str, Any]], per_record: pd.DataFrame 
                 "sdc-individual-risk", "Individual risk (sdcMicro)", counts, thr,
                 "Records by individual risk" + (f"; red: at or above sdcMicro's threshold "
                                                 f"{thr:.3g}." if thr else ".")))
+    population = by_name.get("population")
+    model_risk = _column(per_record, "population.loglinear_risk")
+    if population and population.get("status") == "ok" and model_risk is not None:
+        ll = population.get("details", {}).get("loglinear", {})
+        pairs = ll.get("model", {}).get("interactions", [])
+        model = ("main effects and " + ", ".join(f"{a} x {b}" for a, b in pairs)
+                 if pairs else "main effects only")
+        out["plots"].append(_risk_plot(
+            "population-loglinear-risk", "Model risk E[1/F] (log-linear)",
+            risk_band_counts(model_risk), None,
+            "Records by the log-linear model's risk E[1/F | f], the chance that a match on the "
+            f"record's keys is the right person, from the population model ({model}), beside "
+            "the weight-based individual risk."))
+    if sdc and sdc.get("status") == "ok":
         hier = _column(per_record, "sdc.hier_risk")
         if hier is not None:
             out["plots"].append(_risk_plot(

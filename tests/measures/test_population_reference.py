@@ -40,12 +40,21 @@ def test_models_match_arx(shared, testdata, name):
     assert res.details["dankar_chosen_model"] == ref["dankar_chosen_model"].lower()
 
 
-def test_no_sample_uniques_is_not_available_not_zero():
+def test_no_sample_uniques_gives_zero_with_the_reason():
+    """Issue 17 item 4: the safest case is 0 population uniques, said so; not 'unavailable'."""
+    import pandas as pd
+
     sizes = np.array([2, 2, 3, 5])
-    z = zayatz(sizes, 1000)
-    p = pitman(sizes, 1000)
-    assert z.uniques is None and "c1 = 0" in z.reason
-    assert p.uniques is None
+    for model in (zayatz(sizes, 1000), pitman(sizes, 1000)):
+        assert model.uniques == 0.0 and model.reason is None and "c1 = 0" in model.note
+    table = pd.DataFrame({"a": ["x", "x", "y", "y", "y"], "b": [1, 1, 2, 2, 2]})
+    inputs = MeasureInputs(released=encode_table(table, Roles(["a", "b"])))
+    res = run_measure("population", inputs, {"population_size": 100})
+    for model in ("zayatz", "pitman", "snb", "dankar", "loglinear", "best"):
+        assert res.figures[model] == 0.0 and res.figures[f"{model}_fraction"] == 0.0, model
+        assert "c1 = 0" in res.details["notes"][model]
+    assert res.figures["loglinear_tau1"] == 0.0 and res.figures["loglinear_tau2"] == 0.0
+    assert not res.unavailable and not res.warnings
 
 
 def test_population_smaller_than_sample_is_an_error():

@@ -22,6 +22,8 @@ AUX = (["type_employer", "education", "hr_per_week", "capital_loss", "capital_ga
 
 
 def main() -> None:
+    import scipy.optimize  # noqa: F401  (the peer imports its dependencies before its clock too)
+
     pin_one_core()
     OUT.mkdir(parents=True, exist_ok=True)
     d = SHARED / "datasets/anonymeter"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import progress
+from ...compiled import compiled
 
 if TYPE_CHECKING:
     from ...data import EncodedTable
@@ -144,20 +145,9 @@ def kneighbors(queries: MixedMatrix, candidates: MixedMatrix, k: int,
     return out_i, out_d
 
 
-_KERNEL: dict[str, Any] = {}
-
-
 def _compiled() -> Any:
-    """The compiled k-NN kernel (numba), or None where numba is absent (the NumPy blocks
-    then give the same result)."""
-    if "fn" not in _KERNEL:
-        try:
-            import numba
-        except ImportError:
-            _KERNEL["fn"] = None
-        else:
-            _KERNEL["fn"] = numba.njit(cache=True, nogil=True)(_knn_rows)
-    return _KERNEL["fn"]
+    """The compiled kernel, or None without numba (the NumPy path gives the same result)."""
+    return compiled(_knn_rows)
 
 
 def _knn_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, cc: np.ndarray,

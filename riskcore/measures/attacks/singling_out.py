@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import Field
 
 from ... import progress
+from ...compiled import compiled
 from ...errors import ConfigError
 from ...results import MeasureResult
 from ...roles import Roles
@@ -69,6 +70,8 @@ class _Arrays:
     wild: tuple[int, ...] = ()
     #: per categorical column without wildcards: (rows sorted by code, where each code starts)
     postings: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    #: the compiled counter's inputs, made on first use (column matrix, wildcards, postings)
+    postings_meta: dict[str, Any] = field(default_factory=dict)
 
     def rows_with(self, j: int, code: int) -> np.ndarray | None:
         """The rows whose column ``j`` holds ``code`` (an inverted index built on first use),
@@ -189,37 +192,152 @@ def _univariate_queries(syn: _Arrays, n_attacks: int, rng: np.random.Generator
     return out
 
 
+def _compiled() -> Any:
+    """The compiled kernel, or None without numba (the NumPy path gives the same result)."""
+    return compiled(_count_upto)
+
+
+def _count_upto(X: np.ndarray, W: np.ndarray, J: np.ndarray, OP: np.ndarray, V: np.ndarray,
+                flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, limit: int,
+                out: np.ndarray) -> None:  # pragma: no cover (compiled)
+    """Per query, the rows (its candidates, or all rows where starts < 0) matching every
+    predicate, counted up to ``limit``; X holds one row per column, NaN where missing."""
+    k, width = J.shape
+    n = X.shape[1]
+    for i in range(k):
+        count = 0
+        total = n if starts[i] < 0 else lengths[i]
+        for t in range(total):
+            row = t if starts[i] < 0 else flat[starts[i] + t]
+            ok = True
+            for p in range(width):
+                j = J[i, p]
+                op = OP[i, p]
+                v = V[i, p]
+                x = X[j, row]
+                missing = np.isnan(x)
+                if op == 6:  # ISNULL
+                    hit = missing
+                elif op == 7:  # NOTNULL
+                    hit = not missing
+                elif op == 0:  # EQ
+                    hit = x == v
+                elif op == 1:  # NE
+                    hit = (x != v) and not missing
+                elif op == 2:
+                    hit = x < v
+                elif op == 3:
+                    hit = x <= v
+                elif op == 4:
+                    hit = x > v
+                else:
+                    hit = x >= v
+                w = W[j]
+                if (op == 0 or op == 1) and not np.isnan(w):  # a suppressed cell: any value
+                    hit = True if v == w else (hit or x == w)
+                if not hit:
+                    ok = False
+                    break
+            if ok:
+                count += 1
+                if count >= limit:
+                    break
+        out[i] = count
+
+
+def count_queries(a: _Arrays, J: np.ndarray, OP: np.ndarray, V: np.ndarray,
+                  limit: int | None = None) -> np.ndarray:
+    """How many rows each of k queries selects (capped at ``limit``); query i is the
+    conjunction of the predicates (J[i, p], OP[i, p], V[i, p]). The count of
+    :func:`count_matches`, from a compiled pass per query over its candidates: the rows of
+    its most selective equality on an indexed column (all rows when it has none), stopping
+    at ``limit`` matches (a query that singles out no one is dropped at its second match)."""
+    kernel = _compiled()
+    k, width = J.shape
+    cap = np.iinfo(np.int64).max if limit is None else int(limit)
+    if kernel is None:
+        counts = np.array([count_matches(a, tuple((int(J[i, p]), int(OP[i, p]),
+                                                   float(V[i, p])) for p in range(width)))
+                           for i in range(k)], dtype=np.int64)
+        return np.minimum(counts, cap)
+    if "X" not in a.postings_meta:
+        X = np.empty((len(a.cols), a.n), dtype=np.float64)
+        for j, col in enumerate(a.cols):
+            X[j] = col if a.numeric[j] else np.where(col < 0, np.nan, col)
+        W = np.array([np.nan if not a.wild or a.wild[j] == NO_WILDCARD else float(a.wild[j])
+                      for j in range(len(a.cols))])
+        index_cols = [j for j in range(len(a.cols)) if a.rows_with(j, 0) is not None]
+        base = np.zeros(len(a.cols), dtype=np.int64)
+        offset = 0
+        for j in index_cols:
+            base[j] = offset
+            offset += a.postings[j][0].size
+        flat = (np.concatenate([a.postings[j][0] for j in index_cols]) if index_cols
+                else np.zeros(0, dtype=np.int64))
+        a.postings_meta.update(X=X, W=W, index_cols=index_cols, base=base, flat=flat)
+    meta = a.postings_meta
+    sizes = np.full((k, width), a.n, dtype=np.int64)
+    first = np.full((k, width), -1, dtype=np.int64)
+    for j in meta["index_cols"]:
+        _, starts = a.postings[j]
+        at = (J == j) & (OP == EQ)
+        if not at.any():
+            continue
+        code = V[at].astype(np.int64) + 1
+        valid = (code >= 0) & (code < starts.size - 1)
+        c = np.clip(code, 0, starts.size - 2)
+        sizes[at] = np.where(valid, starts[c + 1] - starts[c], 0)
+        first[at] = meta["base"][j] + np.where(valid, starts[c], 0)
+    pick = np.argmin(sizes, axis=1)
+    rows_k = np.arange(k)
+    lengths = sizes[rows_k, pick]
+    starts_q = np.where(lengths < a.n, first[rows_k, pick], -1)
+    out = np.zeros(k, dtype=np.int64)
+    kernel(meta["X"], meta["W"], np.ascontiguousarray(J, dtype=np.int64),
+           np.ascontiguousarray(OP, dtype=np.int64), np.ascontiguousarray(V, dtype=np.float64),
+           meta["flat"], starts_q, lengths, cap, out)
+    return out
+
+
 def _multivariate_queries(syn: _Arrays, n_attacks: int, n_cols: int, max_attempts: int,
                           rng: np.random.Generator) -> tuple[list[Query], int]:
+    """Queries of ``n_cols`` predicates built from random released rows, kept when they
+    single out their row (anonymeter's multivariate generator); built and counted a batch of
+    1,000 attempts at a time, then taken in order, so the queries and the number of attempts
+    are those of the one-by-one search."""
     m = len(syn.cols)
-    medians = [float(np.nanmedian(x)) if syn.numeric[j] and np.isfinite(x).any() else 0.0
-               for j, x in enumerate(syn.cols)]
+    medians = np.array([float(np.nanmedian(x)) if syn.numeric[j] and np.isfinite(x).any()
+                        else 0.0 for j, x in enumerate(syn.cols)])
+    numeric = np.array(syn.numeric, dtype=bool)
     out: list[Query] = []
-    seen: set[Query] = set()
+    seen: set[bytes] = set()
     attempts = 0
     while len(out) < n_attacks and attempts < max_attempts:
         progress.tick("singling-out queries found", len(out), n_attacks)
         batch = min(1000, max_attempts - attempts)
         rows = rng.integers(0, syn.n, size=batch)
         colsets = np.sort(np.argsort(rng.random((batch, m)), axis=1)[:, :n_cols], axis=1)
-        for r, cs in zip(rows, colsets):
+        J = colsets.astype(np.int64)
+        V = np.zeros(J.shape, dtype=np.float64)
+        for j in range(m):
+            at = J == j
+            if at.any():
+                V[at] = syn.cols[j][np.broadcast_to(rows[:, None], J.shape)[at]]
+        isnum = numeric[J]
+        missing = np.where(isnum, np.isnan(V), V < 0)
+        OP = np.where(missing, ISNULL, np.where(isnum, np.where(V > medians[J], GE, LE), EQ))
+        V = np.where(missing, 0.0, V) + 0.0  # -0.0 is 0.0, as in a tuple
+        counts = count_queries(syn, J, OP, V, limit=2)
+        keys = np.concatenate([J, OP, V.view(np.int64)], axis=1)
+        for i in range(batch):
             attempts += 1
-            preds = []
-            for j in cs:
-                v = syn.cols[j][r]
-                if syn.numeric[j]:
-                    if np.isnan(v):
-                        preds.append((int(j), ISNULL, 0.0))
-                    else:
-                        preds.append((int(j), GE if v > medians[j] else LE, float(v)))
-                else:
-                    preds.append((int(j), ISNULL, 0.0) if v < 0 else (int(j), EQ, float(v)))
-            q = tuple(preds)
-            if q in seen:
+            key = keys[i].tobytes()
+            if key in seen:
                 continue
-            seen.add(q)
-            if count_matches(syn, q) == 1:
-                out.append(q)
+            seen.add(key)
+            if counts[i] == 1:
+                out.append(tuple((int(J[i, p]), int(OP[i, p]), float(V[i, p]))
+                                 for p in range(J.shape[1])))
                 if len(out) == n_attacks:
                     break
     return out, attempts

@@ -82,7 +82,7 @@ def test_gower_and_neighbours_against_brute_force(shared):
         np.testing.assert_allclose(dist[i], D[i, order])
 
 
-def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours():
+def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monkeypatch):
     """Issue 19: the numba kernel and the NumPy blocks agree to the bit, on ties (few
     categories), missing numbers and suppressed cells, for k = 1, several and all."""
     from riskcore.measures.attacks import gower
@@ -101,14 +101,61 @@ def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours():
     assert gower._compiled() is not None
     for k in (1, 4, 45):
         fast = kneighbors(q, c, k)
-        saved = gower._KERNEL.pop("fn")
-        gower._KERNEL["fn"] = None
-        try:
+        with monkeypatch.context() as patch:
+            patch.setattr(gower, "_compiled", lambda: None)
             slow = kneighbors(q, c, k, max_cells=300)
-        finally:
-            gower._KERNEL["fn"] = saved
         np.testing.assert_array_equal(fast[0], slow[0])
         np.testing.assert_array_equal(fast[1], slow[1])
+
+
+def test_the_compiled_query_counter_equals_the_row_by_row_definition(monkeypatch):
+    """Issue 19: singling out's compiled counter (candidates from the inverted index, early
+    stop) gives each query's exact count, and the same count capped at a limit, on every
+    operator, missing numbers and codes, and a column with suppressed cells."""
+    from riskcore.measures.attacks import singling_out as so
+
+    rng = np.random.default_rng(8)
+    n = 200
+    num = rng.integers(0, 6, n).astype(float)
+    num[rng.random(n) < 0.1] = np.nan
+    cat = rng.integers(-1, 4, n).astype(np.int64)
+    wild = rng.integers(0, 3, n).astype(np.int64)  # code 2 is the suppression token
+    table = so._Arrays([num, cat, wild], [True, False, False], n, (so.NO_WILDCARD,
+                                                                 so.NO_WILDCARD, 2))
+    k = 3000
+    J = np.sort(np.argsort(rng.random((k, 3)), axis=1)[:, :rng.integers(2, 4)], axis=1)
+    width = J.shape[1]
+    OP = np.where(J == 0, rng.integers(0, 8, (k, width)),
+                  rng.choice([so.EQ, so.EQ, so.NE, so.ISNULL, so.NOTNULL], (k, width)))
+    V = rng.integers(0, 5, (k, width)).astype(float)
+
+    def by_rows(i):  # the definition, one row at a time
+        count = 0
+        for r in range(n):
+            ok = True
+            for p in range(width):
+                j, op, v = int(J[i, p]), int(OP[i, p]), V[i, p]
+                x = table.cols[j][r]
+                miss = bool(np.isnan(x)) if j == 0 else x < 0
+                hit = {so.EQ: x == v, so.NE: x != v and not miss, so.LT: x < v,
+                       so.LE: x <= v, so.GT: x > v, so.GE: x >= v, so.ISNULL: miss,
+                       so.NOTNULL: not miss}[op]
+                if j == 2 and op in (so.EQ, so.NE):
+                    hit = True if v == 2 else (hit or x == 2)
+                ok = ok and bool(hit)
+            count += ok
+        return count
+
+    assert so._compiled() is not None
+    exact = so.count_queries(table, J, OP, V)
+    want = np.array([by_rows(i) for i in range(k)])
+    np.testing.assert_array_equal(exact, want)
+    np.testing.assert_array_equal(so.count_queries(table, J, OP, V, limit=2),
+                                  np.minimum(want, 2))
+    monkeypatch.setattr(so, "_compiled", lambda: None)  # the NumPy path, query by query
+    np.testing.assert_array_equal(so.count_queries(table, J, OP, V, limit=2),
+                                  np.minimum(want, 2))
+    assert (want > 0).mean() > 0.3 and (want == 1).any() and (want == 0).any()
 
 
 @pytest.fixture(scope="module")

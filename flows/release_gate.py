@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 from prefect import flow, get_run_logger
+from prefect.exceptions import MissingResult
 from prefect.futures import wait
 from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
@@ -74,12 +76,25 @@ class GateVerdict(Exception):
         return (GateVerdict, (self.outcome,))
 
 
+#: outcomes of the gate runs of this process by flow-run id, until :func:`outcome_of` takes
+#: them: the state Prefect hands back may come from the API without its data (several gate
+#: runs in one process's threads, with result persistence off), and the outcome is not lost
+_OUTCOMES: dict[str, dict[str, Any]] = {}
+_OUTCOMES_LOCK = threading.Lock()
+
+
 def outcome_of(state: State[Any]) -> dict[str, Any] | None:
     """The outcome a gate run's final state carries (None when it has none: crashed)."""
-    data = state.result(raise_on_failure=False)
+    run_id = str(state.state_details.flow_run_id) if state.state_details else None
+    with _OUTCOMES_LOCK:
+        kept = _OUTCOMES.pop(run_id, None) if run_id else None
+    try:
+        data = state.result(raise_on_failure=False)
+    except MissingResult:
+        return kept
     if isinstance(data, GateVerdict):
         return data.outcome
-    return data if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else kept
 
 
 class ReviewInput(RunInput):
@@ -215,6 +230,11 @@ def review_description(release_id: str, under: list[Any], report: str | None) ->
 def final_state(outcome: RunOutcome) -> State[Any]:
     """The run's final state: type for orchestrators, name for people (see the module doc)."""
     data = outcome.to_dict()
+    if runtime_flow_run.id:
+        with _OUTCOMES_LOCK:
+            _OUTCOMES[str(runtime_flow_run.id)] = data
+            while len(_OUTCOMES) > 256:  # a long-lived process that never asks keeps few
+                _OUTCOMES.pop(next(iter(_OUTCOMES)))
     name = STATE_NAMES[outcome.verdict]
     message = f"{outcome.release_id}: {outcome.verdict}"
     if outcome.reasons:

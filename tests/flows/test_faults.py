@@ -86,6 +86,29 @@ def test_two_runs_into_one_output_folder_never_mix(example_files, tmp_path):
     assert runs == sorted(r["run_id"] for r in results)
 
 
+def test_a_final_state_without_its_data_still_gives_the_outcome(prefect_server, example_files,
+                                                               tmp_path):
+    """The state of a run read back from the API carries no data (result persistence is off);
+    under several gate runs in one process's threads Prefect sometimes hands back such a state.
+    The outcome is then the one the run kept in this process, not a lost run."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import MissingResult
+
+    from riskgate.flows.release_gate import outcome_of, release_gate
+
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), release_id="no-data",
+                      measures={"k_anonymity": {}})
+    state = release_gate(config=cfg, return_state=True)
+    with get_client(sync_client=True) as client:
+        bare = client.read_flow_run(state.state_details.flow_run_id).state
+    with pytest.raises(MissingResult):
+        bare.result(raise_on_failure=False)
+    kept = outcome_of(bare)
+    assert kept is not None and kept["release_id"] == "no-data"
+    assert kept == outcome_of(state)  # the same outcome the state itself carries
+
+
 def test_eight_gates_against_a_limit_of_five(example_files, tmp_path):
     from riskgate.flows.limits import GATE_LIMIT, set_limits
 

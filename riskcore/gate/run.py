@@ -53,13 +53,16 @@ def load_input(cfg: TablesConfig, name: str, storage_options: Mapping[str, Any] 
     roles = cfg.role_spec
     wanted = list(roles.all_columns)
     parquet = detect_format(url, cfg.read.format) == "parquet"
-    # Parquet reads by column: the original's direct identifiers are never measured (a
-    # released or control table is read with them, to refuse them)
-    read = wanted if name in ("released", "control") else list(roles.measured_columns)
+    # the original's (and identification table's) other columns are never measured nor
+    # published: Parquet and CSV read the measured ones alone. A released or control table is
+    # read with its direct identifiers (to refuse them), and a CSV one whole (every text
+    # column published is checked for control characters)
+    published = name in ("released", "control")
+    read = wanted if published else list(roles.measured_columns)
     return read_table(url, name=name, format=cfg.read.format, encoding=cfg.read.encoding,
                       na_values=cfg.read.na_values, sep=cfg.read.sep,
                       max_mb=cfg.limits.max_table_mb, storage_options=storage_options,
-                      columns=read if parquet else None, role_columns=wanted)
+                      columns=read if parquet or not published else None, role_columns=wanted)
 
 
 def refuse_unintended(infos: list[TableInfo]) -> str | None:

@@ -121,7 +121,7 @@ def read_table(
                                  f"{redact_text(str(exc))[:200]}") from None
             _refuse_nested(df, name, blob.url)
         else:
-            df = _parse_csv(text, name, blob.url, na_values, sep)
+            df = _parse_csv(text, name, blob.url, na_values, sep, columns)
         if columns is not None:
             keep = set(columns)
             df = df[[c for c in df.columns if c in keep]]
@@ -176,7 +176,7 @@ def _physical_records(text: str) -> int:
 
 
 def _parse_csv(text: str, name: str, shown: str, na_values: Sequence[str],
-               sep: str | None) -> pd.DataFrame:
+               sep: str | None, columns: Sequence[str] | None = None) -> pd.DataFrame:
     what = f"table '{name}'"
     first_line = text.split("\n", 1)[0].rstrip("\r")
     if not first_line.strip():
@@ -194,7 +194,7 @@ def _parse_csv(text: str, name: str, shown: str, na_values: Sequence[str],
         raise InputError(
             f"{what}: '{shown}' has duplicate column names {dups}; rename them so each "
             "column name is unique")
-    fast = _arrow_csv(text, header, sep, na_values)
+    fast = _arrow_csv(text, header, sep, na_values, columns)
     if fast is not None:
         return fast
     try:
@@ -230,14 +230,16 @@ def _record_lines(data: bytes) -> int:
     return int(np.count_nonzero(length - has_cr > 0)) - 1
 
 
-def _arrow_csv(text: str, header: list[str], sep: str, na_values: Sequence[str]
-               ) -> pd.DataFrame | None:
+def _arrow_csv(text: str, header: list[str], sep: str, na_values: Sequence[str],
+               columns: Sequence[str] | None = None) -> pd.DataFrame | None:
     """The typed, multi-threaded reader: every cell as text, each column dictionary-encoded
-    (a pandas Categorical, so that per-value work runs once per distinct value). None when
-    pyarrow refuses the file or its records do not add up: the pandas reader then names the
-    problem (and the line) in its own words."""
+    (a pandas Categorical, so that per-value work runs once per distinct value); only
+    ``columns`` when given (every record is still parsed and counted). None when pyarrow
+    refuses the file or its records do not add up: the pandas reader then names the problem
+    (and the line) in its own words."""
     import pyarrow.csv as pacsv
 
+    include = [h for h in header if columns is None or h in set(columns)] or header
     data = text.encode("utf-8")
     try:
         table = pacsv.read_csv(
@@ -246,10 +248,11 @@ def _arrow_csv(text: str, header: list[str], sep: str, na_values: Sequence[str]
             parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=False),
             convert_options=pacsv.ConvertOptions(
                 column_types={h: pa.string() for h in header}, null_values=list(na_values),
-                strings_can_be_null=True, quoted_strings_can_be_null=True))
+                strings_can_be_null=True, quoted_strings_can_be_null=True,
+                include_columns=include))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
         return None
-    if table.num_columns != len(header) or table.num_rows != _record_lines(data) or \
+    if table.num_columns != len(include) or table.num_rows != _record_lines(data) or \
             table.num_rows == 0:
         return None
     return categorical_frame(table)

@@ -62,6 +62,20 @@ def test_duplicate_column_names_in_csv(tmp_path):
         read_table(str(path), name="released")
 
 
+def test_a_csv_read_by_column_still_accounts_for_every_record(tmp_path):
+    """Issue 19: the original's unmeasured columns are not read (the fast reader converts the
+    wanted ones alone), yet every record is parsed and counted: a stray quote that swallows
+    rows is still caught, whichever column it sits in."""
+    path = tmp_path / "original.csv"
+    path.write_text("id,a,b\nP1,x,1\nP2,y,2\nP3,z,3\n")
+    df, info = read_table(str(path), name="original", columns=["a", "b"])
+    assert list(df.columns) == ["a", "b"] and len(df) == 3 and info.rows == 3
+    assert df["a"].tolist() == ["x", "y", "z"]
+    path.write_text('id,a,b\n"P1,x,1\nP2,y,2\nP3,z,3\n')  # the quote opens in an unread column
+    with pytest.raises(InputError, match="quote"):
+        read_table(str(path), name="original", columns=["a", "b"])
+
+
 def test_unreadable_file(tmp_path):
     path = tmp_path / "broken.parquet"
     path.write_bytes(b"not parquet at all")

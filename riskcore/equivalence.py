@@ -57,6 +57,17 @@ def group_rows(codes: np.ndarray) -> tuple[np.ndarray, int]:
     return ids.astype(np.int64), int(len(uniq))
 
 
+def exact_matches(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For code matrices ``a`` (n, p) and ``b`` (m, p): which rows of ``a`` equal some row of
+    ``b``, and which rows of ``b`` equal some row of ``a`` (missing codes equal each other)."""
+    ids, u = group_rows(np.vstack([a, b]))
+    in_a = np.zeros(u, dtype=bool)
+    in_b = np.zeros(u, dtype=bool)
+    in_a[ids[: len(a)]] = True
+    in_b[ids[len(a):]] = True
+    return in_b[ids[: len(a)]], in_a[ids[len(a):]]
+
+
 def class_value_pairs(class_id: np.ndarray, value: np.ndarray, n_values: int
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(class, value) pairs present in the data with their counts, sorted by class then value.

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import NUMBER_PATTERN, ColumnType, Roles, distinct, looks_numeric, map_distinct
+from ..equivalence import exact_matches
 from ..results import Record
 from .tables import REPLACEMENT_CHAR
 
@@ -415,8 +416,8 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
         cols = [c for c in roles.measured_columns if c in control.columns and c in
                 original.columns]
         if cols:
-            h_orig, h_ctrl = _row_keys(original, control, cols)
-            overlap = np.flatnonzero(np.isin(h_ctrl.to_numpy(), h_orig.to_numpy()))
+            codes_orig, codes_ctrl = _text_codes(original, control, cols)
+            overlap = np.flatnonzero(exact_matches(codes_ctrl, codes_orig)[0])
             out.append(CheckResult(
                 table="control", check="control rows do not overlap the original",
                 column=None, success=overlap.size <= MAX_CONTROL_OVERLAP * len(control),
@@ -430,13 +431,13 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
     return out
 
 
-def _row_keys(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str]
-              ) -> tuple[pd.Series, pd.Series]:
-    """Hashes of each row's values as text on ``cols``, comparable between the two tables
-    (each column's text coded jointly, once per distinct value)."""
-    codes_a: dict[str, np.ndarray] = {}
-    codes_b: dict[str, np.ndarray] = {}
-    for col in cols:
+def _text_codes(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Code matrices of the two tables' values as text on ``cols``, one code per distinct text
+    across both tables (each column's text made once per distinct value), -1 = missing."""
+    codes_a = np.empty((len(a), len(cols)), dtype=np.int64)
+    codes_b = np.empty((len(b), len(cols)), dtype=np.int64)
+    for j, col in enumerate(cols):
         ta = map_distinct(a[col], lambda u: u.astype(str))
         tb = map_distinct(b[col], lambda u: u.astype(str))
         joint = pd.Index(pd.unique(np.concatenate([
@@ -444,6 +445,5 @@ def _row_keys(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str]
             np.asarray(tb.cat.categories, dtype=object)])), dtype=object)
         for t, out in ((ta, codes_a), (tb, codes_b)):
             lookup = np.append(joint.get_indexer(pd.Index(t.cat.categories, dtype=object)), -1)
-            out[col] = lookup[np.asarray(t.cat.codes, dtype=np.int64)]
-    return (pd.util.hash_pandas_object(pd.DataFrame(codes_a), index=False),
-            pd.util.hash_pandas_object(pd.DataFrame(codes_b), index=False))
+            out[:, j] = lookup[np.asarray(t.cat.codes, dtype=np.int64)]
+    return codes_a, codes_b

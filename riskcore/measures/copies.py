@@ -45,7 +45,7 @@ import numpy as np
 from pydantic import Field
 
 from .. import progress
-from ..equivalence import group_rows
+from ..equivalence import exact_matches
 from ..errors import ConfigError
 from ..results import MeasureResult, Status
 from ..roles import Roles
@@ -75,17 +75,6 @@ class CopiesParams(Params):
     confidence: float = Field(0.95, gt=0, lt=1,
                               description="level of the holdout share's interval")
     column_fields = ("columns",)
-
-
-def exact_matches(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For code matrices ``a`` (n, p) and ``b`` (m, p): which rows of ``a`` equal some row of
-    ``b``, and which rows of ``b`` equal some row of ``a`` (missing codes equal each other)."""
-    ids, u = group_rows(np.vstack([a, b]))
-    in_a = np.zeros(u, dtype=bool)
-    in_b = np.zeros(u, dtype=bool)
-    in_a[ids[: len(a)]] = True
-    in_b[ids[len(a):]] = True
-    return in_b[ids[: len(a)]], in_a[ids[len(a):]]
 
 
 def nndr(d1: np.ndarray, d2: np.ndarray) -> np.ndarray:

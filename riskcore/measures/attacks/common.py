@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...equivalence import group_rows
+from ...equivalence import exact_matches, group_rows
 from ...errors import ConfigError, InputError
 from ...results import MeasureResult
 from ...roles import Roles
@@ -76,11 +76,8 @@ def dedup_rows(table: EncodedTable, columns: Sequence[str]) -> np.ndarray:
 
 def control_overlap(ori: EncodedTable, control: EncodedTable, columns: Sequence[str]) -> float:
     """Share of control rows that also occur verbatim in the original (over ``columns``)."""
-    both = np.vstack([ori.codes(list(columns)), control.codes(list(columns))])
-    ids, _ = group_rows(both)
-    in_ori = np.zeros(int(ids.max()) + 1, dtype=bool)
-    in_ori[ids[: ori.n]] = True
-    return float(in_ori[ids[ori.n:]].mean()) if control.n else 0.0
+    in_ori, _ = exact_matches(control.codes(list(columns)), ori.codes(list(columns)))
+    return float(in_ori.mean()) if control.n else 0.0
 
 
 def sample_rows(rng: np.random.Generator, n_rows: int, n: int) -> np.ndarray:

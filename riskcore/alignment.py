@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .data import map_distinct
+from .data import map_distinct, number_series
 from .errors import InputError, where
 from .generalization import (
     DEFAULT_MIN_COMPARABLE,
@@ -109,12 +109,6 @@ def _text(s: pd.Series) -> pd.Series:
     return map_distinct(s, lambda u: u.map(_one_text))
 
 
-def _numbers(s: pd.Series) -> pd.Series:
-    if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
-        return pd.Series(s.to_numpy(dtype=float, na_value=np.nan), index=s.index)
-    return map_distinct(s, lambda u: u, numeric=True)
-
-
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
@@ -122,7 +116,7 @@ def _fmt(x: float) -> str:
 def _map_intervals(values: pd.Series, labels: Sequence[str]) -> pd.Series:
     """Each number -> the narrowest released interval label containing it (None if none)."""
     parsed = [(lab, iv) for lab in sorted(labels) if (iv := parse_interval(lab)) is not None]
-    x = _numbers(values)
+    x = number_series(values)
     uniq = pd.unique(x.dropna())
     out: dict[float, str] = {}
     if parsed and len(uniq):
@@ -144,7 +138,7 @@ def _map_width(values: pd.Series, labels: Sequence[str], width: float) -> pd.Ser
         iv = parse_interval(lab)
         if iv is not None and math.isfinite(iv.lo):
             starts.setdefault(iv.lo, lab)
-    x = _numbers(values)
+    x = number_series(values)
     lo = np.floor(x / width) * width
 
     def label(v: float) -> str | None:
@@ -216,7 +210,7 @@ def _detect(original: pd.Series, labels: Sequence[str]) -> str | None:
     """'interval' or 'mask' when the released labels unambiguously say so, else None."""
     if not labels or original.dropna().empty:
         return None
-    numeric = _numbers(original).notna().mean() >= 0.99
+    numeric = number_series(original).notna().mean() >= 0.99
     if numeric and all(parse_interval(lab) is not None for lab in labels):
         return "interval"
     masked = [lab for lab in labels if lab.endswith("*")]
@@ -269,10 +263,10 @@ def align_column(col: str, spec: GeneralizationSpec | None, released: pd.Series,
         elif isinstance(spec, IntervalSpec):
             aligned[table] = _map_width(s, labels, float(spec.width or 1))
         elif isinstance(spec, RoundSpec):
-            x = _numbers(s)
+            x = number_series(s)
             aligned[table] = np.sign(x) * np.floor(np.abs(x) / spec.round + 0.5) * spec.round
         elif isinstance(spec, TopCodeSpec):
-            x = _numbers(s)
+            x = number_series(s)
             if spec.top_code is not None:
                 x = x.where(~(x > spec.top_code), spec.top_code)
             if spec.bottom_code is not None:

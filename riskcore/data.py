@@ -19,7 +19,7 @@ from .roles import ColumnType, MissingPolicy, Roles
 
 __all__ = ["ColumnType", "EncodedColumn", "EncodedTable", "MissingPolicy", "NUMBER_PATTERN",
            "Roles", "check_columns", "distinct", "encode_table", "encode_tables", "infer_type",
-           "looks_numeric", "map_distinct", "numeric_values"]
+           "looks_numeric", "map_distinct", "number_series", "numeric_values"]
 
 
 #: the one number syntax riskgate accepts in text cells (the loader, the encoder and the
@@ -69,6 +69,15 @@ def map_distinct(series: pd.Series, fn: Callable[[pd.Series], pd.Series],
     return pd.Series(pd.Categorical.from_codes(full, categories=pd.Index(new_uniques,
                                                                            dtype=object)),
                      index=series.index)
+
+
+def number_series(series: pd.Series) -> pd.Series:
+    """A column as float numbers, NaN where missing or not a number (text is parsed once per
+    distinct value)."""
+    if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
+            series.dtype):
+        return pd.Series(series.to_numpy(dtype=float, na_value=np.nan), index=series.index)
+    return map_distinct(series, lambda u: u, numeric=True)
 
 
 def first_seen(series: pd.Series) -> np.ndarray:

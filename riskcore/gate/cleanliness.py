@@ -23,7 +23,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import NUMBER_PATTERN, ColumnType, Roles, distinct, looks_numeric, map_distinct
+from ..data import (
+    NUMBER_PATTERN,
+    ColumnType,
+    Roles,
+    distinct,
+    looks_numeric,
+    map_distinct,
+    number_series,
+)
 from ..equivalence import exact_matches
 from ..results import Record
 from .tables import REPLACEMENT_CHAR
@@ -380,10 +388,7 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
             typ = types.get(col)
             if col not in df.columns or typ is None or not typ.is_numeric:
                 continue
-            s = df[col]
-            values = (s.to_numpy(dtype=float, na_value=np.nan)
-                      if pd.api.types.is_numeric_dtype(s.dtype) else
-                      map_distinct(s, lambda u: u, numeric=True).to_numpy())
+            values = number_series(df[col]).to_numpy()
             infinite = np.flatnonzero(np.isinf(values))
             if infinite.size:
                 out.append(CheckResult(

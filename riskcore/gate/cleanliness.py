@@ -113,6 +113,8 @@ def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str
 
 _GX_LOCK = threading.Lock()
 _GX: dict[str, Any] = {}
+_WARM_LOCK = threading.Lock()
+_WARMING: list[threading.Thread] = []  # the one warm-up thread of this process, once started
 
 
 def _gx_context() -> tuple[Any, Any, Any]:
@@ -142,10 +144,12 @@ def warm_up() -> None:
     starts and the tables load (the import takes seconds; nothing when done already). A
     thread, not a helper process: a worker running several gates at once would otherwise
     double its processes and their memory for a second or two saved per run."""
-    with _GX_LOCK:
-        if _GX:
+    with _WARM_LOCK:  # not _GX_LOCK: the import holds that one for seconds
+        if _WARMING:
             return
-    threading.Thread(target=_gx_context, name="riskgate-gx-warm-up", daemon=True).start()
+        _WARMING.append(threading.Thread(target=_gx_context, name="riskgate-gx-warm-up",
+                                         daemon=True))
+        _WARMING[0].start()
 
 
 def _run_suites(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]

@@ -31,7 +31,7 @@ With no sample unique (c1 = 0) every estimate is 0, with that reason: the safest
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -251,7 +251,8 @@ def dankar(zay: Estimate, pit: Estimate, snb_: Estimate, sampling_fraction: floa
 
 
 def loglinear_estimate(codes: np.ndarray, class_id: np.ndarray, n_classes: int, N: float,
-                       interactions: Sequence[tuple[int, int]] | None = None
+                       interactions: Sequence[tuple[int, int]] | None = None,
+                       names: Sequence[str] | None = None
                        ) -> tuple[Estimate, dict[str, Any], dict[str, np.ndarray]]:
     """The log-linear model's estimate of population uniques (tau1 / pi), its details
     (tau1, tau2, the model) and its per-record risks (:mod:`.loglinear`).
@@ -261,6 +262,7 @@ def loglinear_estimate(codes: np.ndarray, class_id: np.ndarray, n_classes: int, 
         class_id: per record, its key cell; n_classes the number of cells.
         N: the population size.
         interactions: the forest's pairs of column positions; None chooses them by BIC.
+        names: the key columns' names, for the interactions in the details (else positions).
     """
     n = codes.shape[0]
     _check(n, N)
@@ -277,7 +279,8 @@ def loglinear_estimate(codes: np.ndarray, class_id: np.ndarray, n_classes: int, 
     tau1 = float(p_unique[unique].sum())
     tau2 = float(risk[unique].sum())
     details: dict[str, Any] = {
-        "model": {"interactions": [list(e) for e in edges], "criterion":
+        "model": {"interactions": [[names[a], names[b]] if names else [a, b]
+                                   for a, b in edges], "criterion":
                   "BIC" if interactions is None else "configured",
                   "df": fit.df, "bic": fit.bic, "loglik": fit.loglik},
         "tau1": tau1, "tau2": tau2}
@@ -412,13 +415,8 @@ def _run(inputs: MeasureInputs, params: PopulationParams) -> MeasureResult:
     keys = list(freq.quasi_identifiers)
     N = params.size()
     fit = loglinear_estimate(inputs.released.codes(keys), freq.class_id, freq.n_classes, N,
-                             params.pairs(keys))
-    result = population_uniqueness(freq.class_size, N, fit)
-    model = result.details.get("loglinear", {}).get("model", {})
-    named = [[keys[a], keys[b]] for a, b in model.get("interactions", [])]
-    details = {**result.details, "loglinear": {**result.details["loglinear"],
-                                               "model": {**model, "interactions": named}}}
-    return replace(result, details=details)
+                             params.pairs(keys), keys)
+    return population_uniqueness(freq.class_size, N, fit)
 
 
 FAMILY = MeasureFamily(

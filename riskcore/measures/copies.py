@@ -128,16 +128,17 @@ def copies(original: Any, released: Any, control: Any = None, *,
     warnings: list[str] = []
 
     # exact copies, over every row (codes are joint: equal values have equal codes)
-    rel_codes = released.codes(cols)
-    is_copy, reproduced = exact_matches(rel_codes, original.codes(cols))
+    rel_codes, ori_codes = released.codes(cols), original.codes(cols)
+    ctrl_codes = control.codes(cols) if control is not None else None
+    is_copy, reproduced = exact_matches(rel_codes, ori_codes)
     figures: dict[str, float | int | None] = {
         "exact_share": float(is_copy.mean()),
         "original_reproduced_share": float(reproduced.mean()),
         "n_exact_copies": int(is_copy.sum()),
     }
     copy_ctrl = None
-    if control is not None:
-        copy_ctrl, _ = exact_matches(rel_codes, control.codes(cols))
+    if ctrl_codes is not None:
+        copy_ctrl, _ = exact_matches(rel_codes, ctrl_codes)
         figures["exact_share_control"] = float(copy_ctrl.mean())
         figures["exact_excess"] = float(is_copy.mean()) - float(copy_ctrl.mean())
     else:
@@ -164,17 +165,17 @@ def copies(original: Any, released: Any, control: Any = None, *,
     self_d = (np.isnan(mats[0].numeric).sum(axis=1) / p if mats[0].numeric.size
               else np.zeros(n_cmp))
 
-    def closest(cand: Any, table: Any, rows: np.ndarray) -> np.ndarray:
+    def closest(cand: Any, codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
         _, d = kneighbors(mats[0], cand, 2)
         d = d / p
-        copied, _ = exact_matches(sample_codes, table.codes(cols)[rows])
+        copied, _ = exact_matches(sample_codes, codes[rows])
         fix = copied & (self_d < d[:, 0])
         d[fix, 1] = d[fix, 0]
         d[fix, 0] = self_d[fix]
         return d
 
     with progress.scope("distance to the original"):
-        d_o = closest(mats[1], original, ori_m)
+        d_o = closest(mats[1], ori_codes, ori_m)
     dcr_o, nndr_o = d_o[:, 0], nndr(d_o[:, 0], d_o[:, 1])
     figures.update(_quantiles(dcr_o, "dcr_original"))
     figures["near_share"] = float(np.mean(dcr_o <= near))
@@ -183,9 +184,9 @@ def copies(original: Any, released: Any, control: Any = None, *,
     unavailable: dict[str, str] = {}
     dcr_c = None
     if control is not None:
-        assert ctrl_m is not None
+        assert ctrl_m is not None and ctrl_codes is not None
         with progress.scope("distance to the control"):
-            d_c = closest(mats[2], control, ctrl_m)
+            d_c = closest(mats[2], ctrl_codes, ctrl_m)
         dcr_c, nndr_c = d_c[:, 0], nndr(d_c[:, 0], d_c[:, 1])
         figures.update(_quantiles(dcr_c, "dcr_control"))
         figures["nndr_control_median"] = float(np.median(nndr_c))

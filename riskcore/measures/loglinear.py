@@ -117,6 +117,12 @@ def choose_forest(x: np.ndarray, levels: np.ndarray) -> tuple[tuple[int, int], .
             if weight > 1e-9 * max(1.0, gain):
                 candidates.append((-weight, a, b))
     candidates.sort()
+    return tuple(sorted(_acyclic(p, [(a, b) for _, a, b in candidates])))
+
+
+def _acyclic(p: int, edges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The pairs, in order, that join two trees of the forest grown so far over p variables
+    (Kruskal's step, by union-find); a pair that would close a cycle is left out."""
     parent = list(range(p))
 
     def root(i: int) -> int:
@@ -125,30 +131,18 @@ def choose_forest(x: np.ndarray, levels: np.ndarray) -> tuple[tuple[int, int], .
             i = parent[i]
         return i
 
-    edges: list[tuple[int, int]] = []
-    for _, a, b in candidates:
+    kept: list[tuple[int, int]] = []
+    for a, b in edges:
         ra, rb = root(a), root(b)
         if ra != rb:
             parent[ra] = rb
-            edges.append((a, b))
-    return tuple(sorted(edges))
+            kept.append((a, b))
+    return kept
 
 
 def is_forest(p: int, edges: Sequence[tuple[int, int]]) -> bool:
     """Whether the pairs form a forest over p variables (no cycle, no repeated pair)."""
-    parent = list(range(p))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            i = parent[i]
-        return i
-
-    for a, b in edges:
-        ra, rb = root(a), root(b)
-        if ra == rb:
-            return False
-        parent[ra] = rb
-    return True
+    return len(_acyclic(p, edges)) == len(edges)
 
 
 def fit_forest(x: np.ndarray, levels: np.ndarray, edges: Sequence[tuple[int, int]],

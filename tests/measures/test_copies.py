@@ -14,6 +14,7 @@ import pytest
 from riskcore.examples import census_population
 from riskcore.measures.attacks.common import encode_attack_tables
 from riskcore.measures.copies import copies, holdout_test, nndr
+from tests.measures.attacks.gower_brute import brute_gower
 
 COLS = ["region", "age", "sex", "education", "occupation", "income", "diagnosis"]
 N = 6000
@@ -85,19 +86,7 @@ def _brute_gower(a: pd.DataFrame, b: pd.DataFrame, numeric: list[str]) -> np.nda
     out = np.zeros((len(a), len(b)))
     for i, (_, x) in enumerate(a.iterrows()):
         for j, (_, y) in enumerate(b.iterrows()):
-            d = 0.0
-            for c in a.columns:
-                u, v = x[c], y[c]
-                if c in numeric:
-                    if pd.isna(u) and pd.isna(v):
-                        d += 1.0
-                    elif pd.isna(u) or pd.isna(v):
-                        d += np.inf
-                    else:
-                        d += abs(u - v) / rng[c]
-                else:
-                    d += 0.0 if (pd.isna(u) and pd.isna(v)) or u == v else 1.0
-            out[i, j] = d / len(a.columns)
+            out[i, j] = brute_gower(x, y, numeric, rng) / len(a.columns)
     return out
 
 

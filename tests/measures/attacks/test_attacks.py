@@ -16,6 +16,7 @@ from riskcore.measures.attacks.inference import inference
 from riskcore.measures.attacks.linkability import linkability, risk_for_k
 from riskcore.measures.attacks.singling_out import singling_out
 from riskcore.stats import Rate, privacy_risk, wilson, z_score
+from tests.measures.attacks.gower_brute import brute_gower
 
 pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
 
@@ -42,22 +43,6 @@ def test_wilson_and_risk_propagation_on_fixed_counts():
     # clipping, and no control = the attack rate
     assert privacy_risk(wilson(0, 500), wilson(50, 500)).value == 0.0
     assert privacy_risk(Rate(0.3, 0.1, 3, 10)).ci == pytest.approx((0.2, 0.4))
-
-
-def brute_gower(q: pd.Series, c: pd.Series, num: list[str], ranges: dict[str, float]) -> float:
-    d = 0.0
-    for col in q.index:
-        a, b = q[col], c[col]
-        if col in num:
-            if pd.isna(a) and pd.isna(b):
-                d += 1
-            elif pd.isna(a) or pd.isna(b):
-                return math.inf
-            else:
-                d += abs(a - b) / ranges[col]
-        else:
-            d += float(a != b)
-    return d
 
 
 def test_gower_and_neighbours_against_brute_force(shared):

@@ -16,6 +16,7 @@ verdict is never retried into another one.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import uuid
@@ -281,6 +282,14 @@ def _trigger(trigger: Mapping[str, Any] | None) -> tuple[TriggerPayload | None,
     return parsed, context, parsed.config
 
 
+def _related(trigger: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """The triggering event, related to the verdict event (``emit-anonymized --wait`` finds
+    the verdict of its own event by it), whether or not the gate could start."""
+    event_id = str((trigger or {}).get("event_id") or "")
+    return ([{"prefect.resource.id": f"prefect.event.{event_id}",
+              "prefect.resource.role": "trigger"}] if event_id else [])
+
+
 def _nightly_config() -> str:
     from prefect.variables import Variable
 
@@ -331,7 +340,8 @@ def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
       task_runner=ThreadPoolTaskRunner(max_workers=4))  # type: ignore[arg-type]
 def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
                  trigger: dict[str, Any] | None = None,
-                 storage_options: dict[str, Any] | None = None) -> State[Any]:
+                 storage_options: dict[str, Any] | None = None,
+                 dask_address: str | None = None) -> State[Any]:
     """Decide whether a release candidate may be published.
 
     Args:
@@ -342,6 +352,8 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
         trigger: set by the event trigger: ``{event_id, event, occurred, payload}``; the
             payload's keys override the config's (see :mod:`riskcore.gate.trigger`).
         storage_options: fsspec options to read the config (never credentials).
+        dask_address: a Dask scheduler for a partitioned release's per-partition work (a
+            folder of Parquet files); without it the partitions are read one after another.
 
     Returns:
         The final state; its data is the outcome (verdict, exit_code, folder, decision and
@@ -352,22 +364,44 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
     log = _logger()
     run_id = str(runtime_flow_run.id or f"local-{uuid.uuid4()}")
     try:
-        return _gate_run(log, run_id, config, overrides, trigger, storage_options)
+        return _gate_run(log, run_id, config, overrides, trigger, storage_options,
+                         dask_address)
     except Exception as exc:  # fail closed on anything unforeseen: ERROR, event, Failed
         log.error("the gate failed: %s", redact_text(f"{type(exc).__name__}: {exc}"),
                   exc_info=True)
         outcome = _fail_before_gate(RiskgateError(f"unexpected {type(exc).__name__}: {exc}"),
                                     run_id, config, trigger, {}, {}, log)
         try:
-            emit_verdict(outcome.to_dict())
+            emit_verdict(outcome.to_dict(), related=_related(trigger))
         except Exception:
             pass
         return final_state(outcome)
 
 
+def _steps(gate: Gate, options: Mapping[str, Any], steps: PrefectSteps,
+           dask_address: str | None) -> Any:
+    """The flow's steps; for a partitioned release (a folder of Parquet files), the partitioned
+    steps, their partitions' work on the Dask cluster at ``dask_address`` (or the worker's
+    ``RISKGATE_DASK_ADDRESS``) when given."""
+    from riskcore.partitioned import DaskExecutor, LocalExecutor, is_partitioned
+
+    if not is_partitioned(gate.config.released, options):
+        return steps
+    from riskgate.tasks.partitioned import PrefectPartitionedSteps
+
+    executor: Any = LocalExecutor()
+    dask_address = dask_address or os.environ.get("RISKGATE_DASK_ADDRESS") or None
+    if dask_address:
+        from distributed import Client
+
+        executor = DaskExecutor(Client(dask_address, set_as_default=False))
+    return PrefectPartitionedSteps(steps, executor=executor)
+
+
 def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, config: Any,
               overrides: dict[str, Any] | None, trigger: dict[str, Any] | None,
-              storage_options: dict[str, Any] | None) -> State[Any]:
+              storage_options: dict[str, Any] | None, dask_address: str | None = None
+              ) -> State[Any]:
     base_options = dict(storage_options or {})
     context: dict[str, Any] = {}
     try:
@@ -381,7 +415,7 @@ def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, con
         options = resolve_storage_options(gate.config, base_options)
     except RiskgateError as exc:
         outcome = _fail_before_gate(exc, run_id, config, trigger, context, base_options, log)
-        emit_verdict(outcome.to_dict())
+        emit_verdict(outcome.to_dict(), related=_related(trigger))
         _label_run(outcome.release_id, outcome.verdict)
         return final_state(outcome)
 
@@ -396,21 +430,22 @@ def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, con
     except RiskgateError as exc:
         outcome = _fail_before_gate(exc, run_id, gate.config.model_dump(mode="json"), trigger,
                                     context, options, log)
-        emit_verdict(outcome.to_dict())
+        emit_verdict(outcome.to_dict(), related=_related(trigger))
         _label_run(release_id, outcome.verdict)
         return final_state(outcome)
     try:
-        outcome = run_gate(gate, run_id, options, PrefectSteps(log, slot, gate, run_id),
-                           context=context, checksums=payload.checksums if payload else None,
-                           timings={"slot_wait": slot.waited})
+        steps = _steps(gate, options, PrefectSteps(log, slot, gate, run_id), dask_address)
+        try:
+            outcome = run_gate(gate, run_id, options, steps, context=context,
+                               checksums=payload.checksums if payload else None,
+                               timings={"slot_wait": slot.waited})
+        finally:
+            getattr(getattr(steps, "executor", None), "close", lambda: None)()
     finally:
         slot.release()
     outcome = RunOutcome(**{**outcome.__dict__, "slots": tuple(slot.held)})
-    related = ([{"prefect.resource.id": f"prefect.event.{context['trigger']['event_id']}",
-                 "prefect.resource.role": "trigger"}]
-               if context.get("trigger", {}).get("event_id") else [])
     try:
-        publish(outcome.to_dict(), related=related)
+        publish(outcome.to_dict(), related=_related(trigger))
     except Exception as exc:  # telling is best effort; the decision is already written
         log.warning("could not publish artifacts/event: %s", redact_text(str(exc)))
     for c in outcome.checks:

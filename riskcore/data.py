@@ -180,13 +180,25 @@ class EncodedColumn:
 
 @dataclass(frozen=True)
 class EncodedTable:
-    """A table after the encoding pass: what every measure reads."""
+    """A table after the encoding pass: what every measure reads.
+
+    ``multiplicity``, when given, makes each row stand for that many identical records: the
+    distinct rows of a table too large for one process, counted by a distributed group-by
+    (:mod:`riskcore.partitioned`). ``n`` stays the number of rows; :attr:`records` is the number
+    of records they stand for.
+    """
 
     name: str
     n: int
     columns: Mapping[str, EncodedColumn]
     roles: Roles
     inferred_types: Mapping[str, str]
+    multiplicity: np.ndarray | None = None
+
+    @property
+    def records(self) -> int:
+        """The number of records the rows stand for."""
+        return self.n if self.multiplicity is None else int(self.multiplicity.sum())
 
     def column(self, name: str) -> EncodedColumn:
         try:

@@ -68,15 +68,41 @@ def exact_matches(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return in_b[ids[: len(a)]], in_a[ids[len(a):]]
 
 
-def class_value_pairs(class_id: np.ndarray, value: np.ndarray, n_values: int
+def count_records(mask: np.ndarray, multiplicity: np.ndarray | None = None) -> int:
+    """Records whose row satisfies ``mask`` (each row counts its multiplicity)."""
+    if multiplicity is None:
+        return int(np.count_nonzero(mask))
+    return int(multiplicity[np.asarray(mask, dtype=bool)].sum())
+
+
+def total_over_records(values: np.ndarray, multiplicity: np.ndarray | None = None) -> float:
+    """sum_i v_i over records: sum_r m_r v_r over rows standing for m_r records each."""
+    if multiplicity is None:
+        return float(np.sum(values))
+    return float(np.dot(multiplicity.astype(np.float64), np.asarray(values, dtype=np.float64)))
+
+
+def record_counts(class_id: np.ndarray, n_classes: int,
+                  multiplicity: np.ndarray | None = None) -> np.ndarray:
+    """Records per class (float64): a bincount, weighted by the rows' multiplicities."""
+    return np.bincount(class_id, weights=multiplicity, minlength=n_classes).astype(np.float64)
+
+
+def class_value_pairs(class_id: np.ndarray, value: np.ndarray, n_values: int,
+                      multiplicity: np.ndarray | None = None
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(class, value) pairs present in the data with their counts, sorted by class then value.
 
     Args:
         class_id: class per record; value: a non-negative value code per record (< n_values).
+        multiplicity: records per row, when rows stand for several records.
     """
     key = class_id.astype(np.int64) * np.int64(n_values) + value.astype(np.int64)
-    uniq, counts = np.unique(key, return_counts=True)
+    if multiplicity is None:
+        uniq, counts = np.unique(key, return_counts=True)
+        return uniq // n_values, uniq % n_values, counts.astype(np.float64)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=multiplicity, minlength=uniq.size)
     return uniq // n_values, uniq % n_values, counts.astype(np.float64)
 
 
@@ -113,10 +139,23 @@ class ClassFrequencies:
     quasi_identifiers: tuple[str, ...]
     missing: MissingPolicy
     alpha: float
+    #: records per row when the rows are a table's distinct rows (None: one record per row)
+    multiplicity: np.ndarray | None = None
 
     @property
     def n(self) -> int:
-        return int(self.fk.shape[0])
+        """The number of records."""
+        if self.multiplicity is None:
+            return int(self.fk.shape[0])
+        return int(self.multiplicity.sum())
+
+    def count(self, mask: np.ndarray) -> int:
+        """The number of records whose row satisfies ``mask``."""
+        return count_records(mask, self.multiplicity)
+
+    def total(self, values: np.ndarray) -> float:
+        """The sum over records of a per-row value."""
+        return total_over_records(values, self.multiplicity)
 
     @property
     def n_classes(self) -> int:
@@ -154,9 +193,10 @@ def frequencies(
         raise ConfigError(f"alpha must lie in [0, 1], got {alpha}")
     codes = sample.codes(qis)
     weights = sample.weights() if use_weights else None
+    mult = sample.multiplicity
     class_id, u = group_rows(codes)
-    f0 = np.bincount(class_id, minlength=u).astype(np.float64)
-    n = sample.n
+    f0 = record_counts(class_id, u, mult)
+    n = sample.records
 
     if population is not None:
         if missing is MissingPolicy.WILDCARD:
@@ -164,6 +204,10 @@ def frequencies(
                 "the NA wildcard cannot be combined with an identification table; "
                 "use missing: own, or drop the identification table"
             )
+        if mult is not None or population.multiplicity is not None:
+            raise ConfigError(
+                "an identification table cannot be used with partitioned tables; give the "
+                "release sample weights instead, or gate it on one node")
         pop_codes = population.codes(qis)
         all_ids, _ = group_rows(np.vstack([codes, pop_codes]))
         sample_ids, pop_ids = all_ids[:n], all_ids[n:]
@@ -191,7 +235,8 @@ def frequencies(
 
     F0: np.ndarray
     if weights is not None:
-        F0 = np.bincount(class_id, weights=weights, minlength=u)
+        F0 = np.bincount(class_id, weights=weights if mult is None else weights * mult,
+                         minlength=u)
         source = PopulationSource.WEIGHTS
     else:
         F0 = f0.copy()
@@ -199,7 +244,7 @@ def frequencies(
 
     if missing is MissingPolicy.WILDCARD and (codes < 0).any():
         rep_row = np.empty(u, dtype=np.int64)
-        rep_row[class_id] = np.arange(n)
+        rep_row[class_id] = np.arange(codes.shape[0])
         combos = codes[rep_row]
         fk_class, Fk_class = _wildcard_counts(combos, f0, F0, alpha, n, float(F0.sum()))
     else:
@@ -209,6 +254,7 @@ def frequencies(
         class_id=class_id, fk=fk_class[class_id], Fk=Fk_class[class_id], class_size=f0,
         class_population=Fk_class, population=source, population_classes=u,
         population_records=pop_records, quasi_identifiers=qis, missing=missing, alpha=alpha,
+        multiplicity=mult,
     )
 
 

@@ -80,8 +80,11 @@ def rate_figures(prefix: str, r: Rate | None) -> dict[str, float | int | None]:
 RISK_BAND_EDGES = (0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
-def risk_band_counts(risk: np.ndarray) -> list[int]:
-    """Records per risk band: band i holds RISK_BAND_EDGES[i-1] < r <= RISK_BAND_EDGES[i]."""
+def risk_band_counts(risk: np.ndarray, multiplicity: np.ndarray | None = None) -> list[int]:
+    """Records per risk band: band i holds RISK_BAND_EDGES[i-1] < r <= RISK_BAND_EDGES[i]
+    (each row counts its multiplicity when rows stand for several records)."""
     edges = np.asarray(RISK_BAND_EDGES)
     idx = np.searchsorted(edges, np.asarray(risk, dtype=float), side="left")
-    return np.bincount(np.minimum(idx, edges.size - 1), minlength=edges.size).tolist()
+    counts = np.bincount(np.minimum(idx, edges.size - 1), weights=multiplicity,
+                         minlength=edges.size)
+    return [int(c) for c in counts]

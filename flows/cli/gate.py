@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import ExitStack
 from typing import Any
 
 from rich.console import Console
@@ -30,9 +31,12 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                 "output-url", "policy"):
         g.add_argument(f"--{key}", dest=key.replace("-", "_"), default=None,
                        help=f"override the config's {key.replace('-', '_')}")
-    g.add_argument("--dask-address", help="run the measure tasks on this Dask scheduler")
+    g.add_argument("--dask-address", help="run the measure tasks (for a partitioned release, "
+                   "the partitions' work) on this Dask scheduler")
     g.add_argument("--dask-local", type=int, metavar="N",
-                   help="start a local Dask cluster with N workers for the measure tasks")
+                   help="start a local Dask cluster with N workers for the same work")
+    g.add_argument("--dask-memory", metavar="SIZE", default="auto",
+                   help="memory limit of each --dask-local worker, e.g. 2GiB (default: auto)")
     g.add_argument("--report-detail", choices=["summary", "full"], default=None,
                    dest="report_detail", help="'full' adds the quasi-identifier values of the "
                    "riskiest records to the report, labelled as examples (overrides the config)")
@@ -56,23 +60,33 @@ def run(args: argparse.Namespace) -> int:
     from riskcore.gate.cleanliness import warm_up
 
     warm_up()  # Great Expectations' import overlaps Prefect's start (seconds, once a process)
+    from riskcore.partitioned import is_partitioned
+
     from ..local_api import prefect_api
     from ..release_gate import outcome_of, release_gate
 
     flow_fn: Any = release_gate
-    if args.dask_address or args.dask_local:
-        from prefect_dask import DaskTaskRunner
+    params: dict[str, Any] = {}
+    with ExitStack() as stack:
+        if is_partitioned(gate.config.released, options) and (args.dask_address
+                                                               or args.dask_local):
+            # a partitioned release: the partitions' work goes to the cluster
+            params["dask_address"] = args.dask_address or stack.enter_context(
+                _local_cluster(args.dask_local, args.dask_memory)).scheduler_address
+        elif args.dask_address or args.dask_local:
+            from prefect_dask import DaskTaskRunner
 
-        runner = (DaskTaskRunner(address=args.dask_address) if args.dask_address else
-                  DaskTaskRunner(cluster_class="distributed.LocalCluster",
-                                 cluster_kwargs={"n_workers": args.dask_local,
-                                                 "threads_per_worker": 1,
-                                                 "dashboard_address": None}))
-        flow_fn = release_gate.with_options(task_runner=runner)  # type: ignore[arg-type]
-    console.print(f"release gate [bold]{gate.config.release_id}[/]: running...")
-    with prefect_api(), progress_bars():
-        state = flow_fn(config=args.config, overrides=over, storage_options=options,
-                        return_state=True)
+            runner = (DaskTaskRunner(address=args.dask_address) if args.dask_address else
+                      DaskTaskRunner(cluster_class="distributed.LocalCluster",
+                                     cluster_kwargs={"n_workers": args.dask_local,
+                                                     "threads_per_worker": 1,
+                                                     "memory_limit": args.dask_memory,
+                                                     "dashboard_address": None}))
+            flow_fn = release_gate.with_options(task_runner=runner)  # type: ignore[arg-type]
+        console.print(f"release gate [bold]{gate.config.release_id}[/]: running...")
+        with prefect_api(), progress_bars():
+            state = flow_fn(config=args.config, overrides=over, storage_options=options,
+                            return_state=True, **params)
     outcome = outcome_of(state)
     if outcome is None:
         console.print(redact_text(f"error: the gate run ended {state.type.value} without a "
@@ -83,6 +97,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_outcome(outcome, out)
     return int(outcome["exit_code"])
+
+
+def _local_cluster(workers: int, memory: str) -> Any:
+    """A Dask cluster on this machine: ``workers`` processes of one thread each."""
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=memory,
+                        dashboard_address=None)
 
 
 def print_outcome(outcome: dict[str, Any], target: Console) -> None:

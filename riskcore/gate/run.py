@@ -265,7 +265,9 @@ def report_link(report_url: str | None, gate: Gate, options: Mapping[str, Any] |
 
 # ---------------------------------------------------------------- the sequence
 class Steps(Protocol):
-    """How each step runs: in this process, or as orchestrated tasks."""
+    """How each step runs: in this process, or as orchestrated tasks. Steps whose ``encode``
+    gives a table of distinct rows (a partitioned table) also have ``write_per_record``
+    (:class:`riskcore.gate.partitioned.PartitionedSteps`)."""
 
     def load(self, gate: Gate, options: Mapping[str, Any]
              ) -> tuple[Frames, list[TableInfo]]: ...
@@ -463,10 +465,17 @@ def _sequence(run: _Run) -> Decision:
     doc = measures_document(gate.config.release_id, run.run_id, results, errors)
     run.measures = doc["measures"]
     run.files["measures.json"] = json_bytes(doc)
-    run.per_record = per_record_frame(results, inputs.released.n)
-    run.files["per_record.parquet"] = parquet_bytes(run.per_record)
+    if inputs.released.multiplicity is None:
+        run.per_record = per_record_frame(results, inputs.released.n)
+        run.files["per_record.parquet"] = parquet_bytes(run.per_record)
+    else:  # a partitioned table's distinct rows: their values go back to every record
+        on_rows = {k: r for k, r in results.items() if BY_NAME[k].scale == "classes"}
+        values = per_record_frame(on_rows, inputs.released.n).drop(columns="row")
+        written = run.timed("per_record", lambda: steps.write_per_record(  # type: ignore[attr-defined]
+            gate, values, run.folder, run.options))
+        run.extra["per_record_parts"] = len(written)
     run.files.update(records_parquet(results))
-    if gate.config.report.detail == "full":
+    if gate.config.report.detail == "full" and inputs.released.multiplicity is None:
         run.examples = redact(example_records(inputs.released, results,
                                               gate.config.report.examples))
         run.files["examples.json"] = json_bytes(run.examples)

@@ -115,4 +115,5 @@ FAMILY = MeasureFamily(
     advice=(
         "Perturbed numeric values stay too close to the originals: add more noise or swap more "
         "records."),
+    scale="whole",
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -76,6 +76,9 @@ class MeasureInputs:
     seed: int = 0
     #: how the other tables were aligned with a generalized release (None: not aligned)
     alignment: Alignment | None = None
+    #: for a partitioned table, whose ``released`` holds its distinct rows with their
+    #: multiplicity: seeded samples of every table's records, for the families that need rows
+    sampled: MeasureInputs | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -195,6 +198,9 @@ class MeasureFamily:
         check: a load-time cross-check of parameters and roles (raises ConfigError).
         alarm: the result -> a sentence when it shows disclosure severe enough that the gate
             must not pass it silently even without a policy check on the family.
+        scale: how it runs on a partitioned table too large for one process: ``classes``
+            (from the distinct rows' counts, exactly), ``rows`` (on seeded samples of the
+            records) or ``whole`` (needs every record in one process: not run there).
     """
 
     name: str
@@ -208,6 +214,7 @@ class MeasureFamily:
     needs: tuple[str, ...] = ()
     check: Callable[[Any, Roles], None] | None = None
     alarm: Callable[[MeasureResult], str | None] | None = None
+    scale: Literal["classes", "rows", "whole"] = "rows"
 
     def parse(self, raw: Mapping[str, Any] | Params | None, source: str = "gate config"
               ) -> Params:

@@ -43,11 +43,11 @@ def k_anonymity(freq: ClassFrequencies, ks: Sequence[int] = DEFAULT_KS) -> Measu
         "k": _as_number(fk.min()),
         "n": n,
         "n_classes": freq.n_classes,
-        "n1": int(np.count_nonzero(fk == 1)),
-        "n2": int(np.count_nonzero(fk == 2)),
+        "n1": freq.count(fk == 1),
+        "n2": freq.count(fk == 2),
     }
     for k in levels:
-        count = int(np.count_nonzero(fk < k))
+        count = freq.count(fk < k)
         figures[f"violations_k{k}"] = count
         figures[f"violations_share_k{k}"] = count / n
     sizes, counts = np.unique(freq.class_size.astype(np.int64), return_counts=True)
@@ -93,4 +93,5 @@ FAMILY = MeasureFamily(
     advice=(
         "Generalize (coarser bands, larger regions) or suppress the quasi-identifier values of "
         "the smallest classes; the class-size histogram shows how many records sit in them."),
+    scale="classes",
 )

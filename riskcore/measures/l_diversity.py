@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import Field
 
-from ..equivalence import class_value_pairs, group_rows
+from ..equivalence import class_value_pairs, group_rows, record_counts
 from ..errors import ConfigError
 from ..results import MeasureResult
 from ..roles import Roles
@@ -81,7 +81,8 @@ def l_diversity(
         raise ConfigError("l-diversity needs at least one sensitive attribute in the roles")
     c_eff = np.float32(c if c > 0 else 1.0)
     class_id, u = classes if classes is not None else group_rows(table.codes(qis))
-    g = np.bincount(class_id, minlength=u).astype(np.float64)
+    mult = table.multiplicity
+    g = record_counts(class_id, u, mult)
     n = table.n
     figures: dict[str, float | int | None] = {}
     per_record: dict[str, np.ndarray] = {}
@@ -91,10 +92,11 @@ def l_diversity(
         ncat = col.n_categories
         code = col.codes.astype(np.int64)
         na = code < 0
-        # each true missing value is its own category
+        # each true missing value is its own category (a row standing for several records
+        # never holds a missing sensitive value: see riskcore.partitioned)
         code = np.where(na, ncat + np.arange(n, dtype=np.int64), code)
         mc = _missing_code_index(col, missing_code)
-        p_class, p_value, p_count = class_value_pairs(class_id, code, ncat + n)
+        p_class, p_value, p_count = class_value_pairs(class_id, code, ncat + n, mult)
         real = p_value != mc
         n_real = np.bincount(p_class[real], minlength=u)
         has_mc = np.bincount(p_class[~real], minlength=u) > 0
@@ -205,4 +207,5 @@ FAMILY = MeasureFamily(
     advice=(
         "Some group of records shares one sensitive value: generalize the quasi-identifiers so "
         "that groups merge, suppress those records, or perturb the sensitive attribute."),
+    scale="classes",
 )

@@ -86,12 +86,16 @@ def _pair_key(x: np.ndarray, a: int, b: int, levels: np.ndarray) -> np.ndarray:
     return x[:, a] * levels[b] + x[:, b]
 
 
-def _counts(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the count of its key among the rows; and the distinct keys' counts."""
+def _counts(key: np.ndarray, size: int, weights: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the count of its key among the records; and the distinct keys' counts
+    (``weights``: records per row, when rows stand for several records)."""
     if size <= 50_000_000:
-        table = np.bincount(key, minlength=size)
+        table = np.bincount(key, weights=weights, minlength=size)
         return table[key], table[table > 0]
     _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    if weights is not None:
+        counts = np.bincount(inverse.ravel(), weights=weights, minlength=counts.size)
     return counts[inverse.ravel()], counts
 
 
@@ -101,16 +105,20 @@ def _entropy_n(counts: np.ndarray, n: float) -> float:
     return float(-(c * np.log(c / n)).sum())
 
 
-def choose_forest(x: np.ndarray, levels: np.ndarray) -> tuple[tuple[int, int], ...]:
-    """The BIC-optimal forest: Kruskal on n I(a;b) - (L_a-1)(L_b-1)/2 log n, positive only."""
-    n, p = x.shape
+def choose_forest(x: np.ndarray, levels: np.ndarray, weights: np.ndarray | None = None
+                  ) -> tuple[tuple[int, int], ...]:
+    """The BIC-optimal forest: Kruskal on n I(a;b) - (L_a-1)(L_b-1)/2 log n, positive only.
+
+    ``weights``: records per row of ``x``, when rows stand for several records."""
+    p = x.shape[1]
+    n = x.shape[0] if weights is None else float(weights.sum())
     if n < 2 or p < 2:
         return ()
-    hn = [_entropy_n(_counts(x[:, j], int(levels[j]))[1], n) for j in range(p)]
+    hn = [_entropy_n(_counts(x[:, j], int(levels[j]), weights)[1], n) for j in range(p)]
     candidates: list[tuple[float, int, int]] = []
     for a in range(p):
         for b in range(a + 1, p):
-            _, pair = _counts(_pair_key(x, a, b, levels), int(levels[a] * levels[b]))
+            _, pair = _counts(_pair_key(x, a, b, levels), int(levels[a] * levels[b]), weights)
             gain = hn[a] + hn[b] - _entropy_n(pair, n)  # n * I(a; b)
             penalty = 0.5 * float((levels[a] - 1) * (levels[b] - 1)) * np.log(n)
             weight = gain - penalty
@@ -146,7 +154,8 @@ def is_forest(p: int, edges: Sequence[tuple[int, int]]) -> bool:
 
 
 def fit_forest(x: np.ndarray, levels: np.ndarray, edges: Sequence[tuple[int, int]],
-               class_id: np.ndarray, n_classes: int) -> LogLinearFit:
+               class_id: np.ndarray, n_classes: int, weights: np.ndarray | None = None
+               ) -> LogLinearFit:
     """The closed-form maximum-likelihood fit of the forest model (module docstring).
 
     Args:
@@ -155,25 +164,27 @@ def fit_forest(x: np.ndarray, levels: np.ndarray, edges: Sequence[tuple[int, int
         edges: the forest's pairs of column positions.
         class_id: per record, its cell (exact key combination) 0..n_classes-1.
         n_classes: the number of observed cells.
+        weights: records per row of ``x``, when rows stand for several records.
     """
-    n, p = x.shape
+    rows, p = x.shape
+    n = rows if weights is None else float(weights.sum())
     deg = np.zeros(p, dtype=np.int64)
     for a, b in edges:
         deg[a] += 1
         deg[b] += 1
     logn = np.log(float(n))
-    log_mu = np.full(n, logn)
+    log_mu = np.full(rows, logn)
     for j in range(p):  # p_v ** (1 - deg v)
         if deg[j] != 1:
-            per_row, _ = _counts(x[:, j], int(levels[j]))
+            per_row, _ = _counts(x[:, j], int(levels[j]), weights)
             log_mu += (1 - deg[j]) * (np.log(per_row) - logn)
     for a, b in edges:
-        per_row, _ = _counts(_pair_key(x, a, b, levels), int(levels[a] * levels[b]))
+        per_row, _ = _counts(_pair_key(x, a, b, levels), int(levels[a] * levels[b]), weights)
         log_mu += np.log(per_row) - logn
     rep = np.empty(n_classes, dtype=np.int64)
-    rep[class_id] = np.arange(n)
+    rep[class_id] = np.arange(rows)
     mu = np.exp(log_mu[rep])
-    f = np.bincount(class_id, minlength=n_classes).astype(np.float64)
+    f = np.bincount(class_id, weights=weights, minlength=n_classes).astype(np.float64)
     # Poisson log-likelihood up to the constant -sum log f!: sum f log mu - sum mu, and the fit
     # reproduces n, so sum mu over all cells is n
     loglik = float((f * np.log(mu)).sum() - n)

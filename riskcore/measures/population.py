@@ -252,7 +252,8 @@ def dankar(zay: Estimate, pit: Estimate, snb_: Estimate, sampling_fraction: floa
 
 def loglinear_estimate(codes: np.ndarray, class_id: np.ndarray, n_classes: int, N: float,
                        interactions: Sequence[tuple[int, int]] | None = None,
-                       names: Sequence[str] | None = None
+                       names: Sequence[str] | None = None,
+                       multiplicity: np.ndarray | None = None
                        ) -> tuple[Estimate, dict[str, Any], dict[str, np.ndarray]]:
     """The log-linear model's estimate of population uniques (tau1 / pi), its details
     (tau1, tau2, the model) and its per-record risks (:mod:`.loglinear`).
@@ -263,14 +264,16 @@ def loglinear_estimate(codes: np.ndarray, class_id: np.ndarray, n_classes: int, 
         N: the population size.
         interactions: the forest's pairs of column positions; None chooses them by BIC.
         names: the key columns' names, for the interactions in the details (else positions).
+        multiplicity: records per row of ``codes``, when rows stand for several records.
     """
-    n = codes.shape[0]
+    n = codes.shape[0] if multiplicity is None else int(multiplicity.sum())
     _check(n, N)
     pi = n / float(N)
     x, levels = loglinear.dense_levels(codes)
-    edges = loglinear.choose_forest(x, levels) if interactions is None else tuple(interactions)
-    fit = loglinear.fit_forest(x, levels, edges, class_id, n_classes)
-    f = np.bincount(class_id, minlength=n_classes).astype(np.float64)
+    edges = (loglinear.choose_forest(x, levels, multiplicity) if interactions is None
+             else tuple(interactions))
+    fit = loglinear.fit_forest(x, levels, edges, class_id, n_classes, multiplicity)
+    f = np.bincount(class_id, weights=multiplicity, minlength=n_classes).astype(np.float64)
     nu = (1.0 - pi) * fit.mu / pi  # expected population records outside the sample, per cell
     unique = f == 1
     with np.errstate(over="ignore", under="ignore"):
@@ -415,7 +418,7 @@ def _run(inputs: MeasureInputs, params: PopulationParams) -> MeasureResult:
     keys = list(freq.quasi_identifiers)
     N = params.size()
     fit = loglinear_estimate(inputs.released.codes(keys), freq.class_id, freq.n_classes, N,
-                             params.pairs(keys), keys)
+                             params.pairs(keys), keys, multiplicity=freq.multiplicity)
     return population_uniqueness(freq.class_size, N, fit)
 
 
@@ -442,4 +445,5 @@ FAMILY = MeasureFamily(
     advice=(
         "Records unique in the population can be re-identified with certainty: generalize the "
         "quasi-identifiers or release a smaller sample."),
+    scale="classes",
 )

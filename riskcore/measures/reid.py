@@ -50,12 +50,13 @@ def reidentification_risk(freq: ClassFrequencies,
     n = freq.n
     inv_f = 1.0 / freq.fk
     inv_F = 1.0 / freq.Fk
-    pRa = float(np.count_nonzero(inv_f > threshold)) / n
+    at_risk = freq.count(inv_f > threshold)
+    pRa = at_risk / n
     pRb = float(inv_f.max())
-    pRc = float(inv_f.mean())
-    jRa = float(np.count_nonzero(inv_F > threshold)) / n
+    pRc = float(inv_f.mean()) if freq.multiplicity is None else freq.total(inv_f) / n
+    jRa = freq.count(inv_F > threshold) / n
     jRb = float(inv_F.max())
-    mRc = float(inv_F.mean())
+    mRc = float(inv_F.mean()) if freq.multiplicity is None else freq.total(inv_F) / n
     if freq.population is PopulationSource.TABLE:
         jRc = max(freq.population_classes / freq.population_records, mRc)
     else:
@@ -63,7 +64,7 @@ def reidentification_risk(freq: ClassFrequencies,
     jRc_arx = max(freq.n_classes / float(freq.class_population.sum()), mRc)
     figures = {"pRa": pRa, "pRb": pRb, "pRc": pRc, "jRa": jRa, "jRb": jRb, "jRc": jRc,
                "jRc_arx": jRc_arx, "mRc": mRc,
-               "records_at_risk": int(np.count_nonzero(inv_f > threshold))}
+               "records_at_risk": at_risk}
     return MeasureResult(
         measure="reid",
         figures=figures,
@@ -112,4 +113,5 @@ FAMILY = MeasureFamily(
         "The risk sits in small classes: generalize or suppress quasi-identifiers until no "
         "class is smaller than 1/T. Journalist figures also depend on the sample weights."),
     alarm=_alarm,
+    scale="classes",
 )

@@ -179,30 +179,35 @@ class GlobalRisk:
     max_global_risk: float
 
 
-def global_risk(risk: np.ndarray, max_global_risk: float = DEFAULT_MAX_GLOBAL_RISK
-                ) -> GlobalRisk:
+def global_risk(risk: np.ndarray, max_global_risk: float = DEFAULT_MAX_GLOBAL_RISK,
+                multiplicity: np.ndarray | None = None) -> GlobalRisk:
     """ER = sum r, global_risk = ER/n, and the risk threshold meeting ``max_global_risk``.
 
     Threshold rule (sdcMicro ``measure_threshold``, micro-Argus): with target T = max_global_risk
     * n, if sum r < T the target is already met (threshold = max r; sdcMicro prints NA). Else the
     threshold is the largest distinct risk value tau with
     sum_{r_i <= tau} r_i + tau * #{r_i > tau} < T (records above tau would have their risk
-    brought down to tau); 0 if no value qualifies.
+    brought down to tau); 0 if no value qualifies. With ``multiplicity`` each row stands for
+    that many records with its risk.
     """
     if not 0.0 < max_global_risk < 1.0:
         raise ConfigError(f"max_global_risk must lie in (0, 1), got {max_global_risk}")
     r = np.asarray(risk, dtype=np.float64)
-    n = r.size
-    ER = float(r.sum())
+    m = None if multiplicity is None else np.asarray(multiplicity, dtype=np.float64)
+    n = r.size if m is None else int(m.sum())
+    ER = float(r.sum()) if m is None else float(np.dot(m, r))
     target = max_global_risk * n
     if ER < target:
         tau = float(r.max())
         status = ThresholdStatus.ALREADY_BELOW
     else:
-        s = np.sort(r)
-        csum = np.cumsum(s)
+        order = np.argsort(r, kind="stable")
+        s = r[order]
+        w = np.ones_like(s) if m is None else m[order]
+        csum = np.cumsum(s * w) if m is not None else np.cumsum(s)
+        cw = np.cumsum(w)
         last = np.flatnonzero(np.append(s[1:] != s[:-1], True))  # last index of each value
-        capped = csum[last] + s[last] * (n - 1 - last)
+        capped = csum[last] + s[last] * (n - cw[last])
         ok = np.flatnonzero(capped < target)
         if ok.size:
             tau = float(s[last[ok[-1]]])
@@ -210,14 +215,17 @@ def global_risk(risk: np.ndarray, max_global_risk: float = DEFAULT_MAX_GLOBAL_RI
         else:
             tau = 0.0
             status = ThresholdStatus.NONE_QUALIFIES
+    above = r > tau
     return GlobalRisk(ER=ER, global_risk=ER / n, threshold=tau, threshold_status=status,
-                      records_above_threshold=int(np.count_nonzero(r > tau)),
+                      records_above_threshold=int(np.count_nonzero(above)) if m is None
+                      else int(m[above].sum()),
                       max_global_risk=max_global_risk)
 
 
 def household_risk(risk: np.ndarray, household: np.ndarray,
                    weights: np.ndarray | None = None, table: str = "table",
-                   column: str = "household") -> np.ndarray:
+                   column: str = "household", multiplicity: np.ndarray | None = None
+                   ) -> np.ndarray:
     """Per-person household risk r_h = 1 - prod_{i in h}(1 - r_i) (SPEC 3.5).
 
     Computed as -expm1(sum log1p(-r_i)) per household, stable for tiny risks and exact at r = 1.
@@ -226,6 +234,7 @@ def household_risk(risk: np.ndarray, household: np.ndarray,
         risk: per-record individual risk.
         household: per-record household codes (int, -1 = missing).
         weights: per-record sample weights; members of one household must share one weight.
+        multiplicity: records per row, when rows stand for several identical records.
 
     Raises:
         InputError: a missing household id, or a household whose members have different weights.
@@ -253,7 +262,10 @@ def household_risk(risk: np.ndarray, household: np.ndarray,
                 "Fix the weights or drop the household role"
             )
     with np.errstate(divide="ignore"):  # r = 1 gives log 0 = -inf, and r_h = 1 exactly
-        log_keep = np.bincount(ids, weights=np.log1p(-np.minimum(risk, 1.0)), minlength=k)
+        keep = np.log1p(-np.minimum(risk, 1.0))
+        if multiplicity is not None:
+            keep = keep * multiplicity
+        log_keep = np.bincount(ids, weights=keep, minlength=k)
     return (-np.expm1(log_keep))[ids]
 
 
@@ -278,7 +290,8 @@ def sdc_risk(
     weighted = freq.population is PopulationSource.WEIGHTS
     r = individual_risk(freq.fk, freq.Fk, method=method, weighted=weighted, qual=qual,
                         fractional=fractional)
-    g = global_risk(r, max_global_risk)
+    mult = freq.multiplicity
+    g = global_risk(r, max_global_risk, mult)
     n = freq.n
     figures: dict[str, float | int | None] = {
         "ER": g.ER, "global_risk": g.global_risk, "global_risk_pct": 100.0 * g.global_risk,
@@ -293,7 +306,8 @@ def sdc_risk(
     details: dict[str, object] = {}
     if household is not None:
         try:
-            hr = household_risk(r, household, weights, table, household_column or "household")
+            hr = household_risk(r, household, weights, table, household_column or "household",
+                                mult)
         except InputError as exc:
             # individual and global risk stand; the household figures are not computable
             hr = None
@@ -302,7 +316,7 @@ def sdc_risk(
             unavailable.update({k: str(exc) for k in HOUSEHOLD_FIGURES})
             warnings.append(f"household risk not computable: {exc}")
         if hr is not None:
-            hier_ER = float(hr.sum())
+            hier_ER = float(hr.sum()) if mult is None else freq.total(hr)
             figures.update({"hier_ER": hier_ER, "hier_risk": hier_ER / n,
                             "hier_risk_pct": 100.0 * hier_ER / n})
             per_record["hier_risk"] = hr
@@ -320,15 +334,16 @@ def sdc_risk(
         higher_is_riskier=higher,
         per_record=per_record,
         details={"threshold_status": g.threshold_status.value,
-                 "risk_histogram": _risk_histogram(r), **details},
+                 "risk_histogram": _risk_histogram(r, mult), **details},
         warnings=tuple(warnings),
         unavailable=unavailable,
     )
 
 
-def _risk_histogram(r: np.ndarray) -> list[list[float | int]]:
+def _risk_histogram(r: np.ndarray, multiplicity: np.ndarray | None = None
+                    ) -> list[list[float | int]]:
     """Counts of records per risk band, for the report: [[upper edge, count], ...]."""
-    return [[float(e), c] for e, c in zip(RISK_BAND_EDGES, risk_band_counts(r))]
+    return [[float(e), c] for e, c in zip(RISK_BAND_EDGES, risk_band_counts(r, multiplicity))]
 
 
 FIGURES = ("ER", "global_risk", "global_risk_pct", "threshold", "records_above_threshold",
@@ -386,4 +401,5 @@ FAMILY = MeasureFamily(
         "Treat the riskiest records first (local suppression, recoding); sdcMicro's 'threshold' "
         "figure is the individual risk to bring them under. Household risk needs household-level "
         "treatment (e.g. drop household size or structure)."),
+    scale="classes",
 )

@@ -367,4 +367,5 @@ FAMILY = MeasureFamily(
     advice=(
         "Generalize the variables with the largest SUDA contributions first (see the "
         "contributions plot), or suppress values in the records with the highest scores."),
+    scale="whole",
 )

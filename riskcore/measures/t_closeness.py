@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import Field
 
-from ..equivalence import class_value_pairs, group_rows
+from ..equivalence import class_value_pairs, group_rows, record_counts
 from ..errors import ConfigError
 from ..results import MeasureResult
 from ..roles import Roles
@@ -42,8 +42,9 @@ def t_closeness(
     if not sens:
         raise ConfigError("t-closeness needs at least one sensitive attribute in the roles")
     class_id, u = classes if classes is not None else group_rows(table.codes(qis))
-    g = np.bincount(class_id, minlength=u).astype(np.float64)
-    n = table.n
+    mult = table.multiplicity
+    g = record_counts(class_id, u, mult)
+    n = table.records
     figures: dict[str, float | int | None] = {}
     per_record: dict[str, np.ndarray] = {}
     kinds: dict[str, str] = {}
@@ -55,8 +56,8 @@ def t_closeness(
         if present.size and present[0] < 0:  # missing (-1) sorts first: move it last
             value = np.where(value == 0, present.size - 1, value - 1)
         m = int(present.size)
-        p_all = np.bincount(value, minlength=m) / n
-        p_class, p_value, p_count = class_value_pairs(class_id, value, max(m, 1))
+        p_all = np.bincount(value, weights=mult, minlength=m) / n
+        p_class, p_value, p_count = class_value_pairs(class_id, value, max(m, 1), mult)
         q = p_count / g[p_class]
         if col.type.is_numeric:
             kinds[s] = "ordered"
@@ -145,4 +146,5 @@ FAMILY = MeasureFamily(
     advice=(
         "Some group's sensitive distribution is far from the table's: generalize the quasi-"
         "identifiers or perturb the sensitive attribute."),
+    scale="classes",
 )

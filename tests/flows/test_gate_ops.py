@@ -117,3 +117,46 @@ def test_serve_builds_the_same_deployments_as_the_yaml():
     trigger = built["on-anonymization"].triggers[0]
     assert trigger.expect == {"riskgate.anonymization.completed"}
     assert trigger.parameters == DEPLOYMENTS["on-anonymization"]["triggers"][0]["parameters"]
+
+
+def test_partitioned_release_through_the_flow_on_a_dask_scheduler(tmp_path, prefect_server):
+    """A partitioned release gated by the flow with ``dask_address`` (as the CLI's
+    --dask-local and a worker's RISKGATE_DASK_ADDRESS give it): the figures of the one-node
+    partitioned run, the attacks on the sample, and the steps as tasks in the API."""
+    import asyncio
+
+    from distributed import LocalCluster
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from riskcore.gate.config import load_gate
+    from riskcore.gate.partitioned import PartitionedSteps
+    from riskcore.gate.run import run_gate
+    from tests.gate.test_partitioned import config, write_tables
+
+    t = write_tables(tmp_path, n=3000, parts=3)
+    measures = {"k_anonymity": {}, "reid": {"threshold": 0.1}, "sdc": {},
+                "singling_out": {"n_attacks": 200}}
+    cfg = config(tmp_path, t["original_parts"], t["released_parts"], "flow-dask", measures)
+    local = run_gate(load_gate(cfg), "one-node", steps=PartitionedSteps())
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        outcome = run_gate_flow(str(cfg), dask_address=cluster.scheduler_address)
+    assert outcome["verdict"] == local.verdict, outcome["reasons"]
+
+    def figures(folder):
+        doc = json.loads((Path(folder) / "measures.json").read_text())
+        return {m["measure"]: m["figures"] for m in doc["measures"]}
+
+    assert figures(outcome["folder"]) == figures(local.folder)
+    assert figures(outcome["folder"])["singling_out"]["risk"] is not None
+    assert len(list((Path(outcome["folder"]) / "per_record").glob("part-*.parquet"))) == 3
+
+    async def task_names() -> set[str]:
+        async with get_client() as client:
+            runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[outcome["run_id"]])))
+            return {r.name for r in runs}
+
+    names = asyncio.run(task_names())
+    assert {"partitioned-load", "partitioned-validate", "partitioned-encode",
+            "partitioned-measures", "partitioned-per-record"} <= names

@@ -77,7 +77,11 @@ def ops(prefect_server, s3, tmp_path_factory):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     yield {"env": env, "s3": s3, "v2_sha": hashlib.sha256(v2_bytes).hexdigest()}
     worker.terminate()
-    worker.wait(timeout=30)
+    try:  # a worker still finishing a run's process is stopped without waiting longer
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait(timeout=30)
 
 
 def _emit(ops: dict[str, Any], release: str, *extra: str, wait: bool = True
@@ -255,6 +259,17 @@ def _pause_description(run_id: Any) -> str:
             if item.key.endswith("-description"):
                 return str(json.loads(item.value))
     return ""
+
+
+def test_a_trigger_whose_config_cannot_be_read_ends_error_for_the_waiting_pipeline(ops):
+    """A run that fails before its gate starts still answers the event that triggered it:
+    ``--wait`` gets the ERROR verdict at once, not after its timeout."""
+    done = _run(RISKGATE + ["emit-anonymized", "--release", "ops-no-config", "--released",
+                            "s3://ops-data/census/released-v2.csv", "--config",
+                            "s3://ops-config/missing.yaml", "--wait", "--timeout", "200"],
+                ops["env"])
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "verdict: ERROR" in done.stdout and "missing.yaml" in done.stdout  # not a timeout
 
 
 def test_emit_without_a_reachable_api_fails(ops, tmp_path):

@@ -62,14 +62,21 @@ def _free_port() -> int:
 
 @contextmanager
 def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
-                   port: int | None = None) -> Iterator[str]:
+                   port: int | None = None, log: str | None = None) -> Iterator[str]:
     """A Prefect API on 127.0.0.1 for the duration of the block; yields its URL.
+
+    The server's own messages go to a file (``log``, else a temporary one removed afterwards),
+    never to a pipe: a pipe nobody reads fills up after 64 KiB, and a server blocked on
+    writing a warning holds its database lock and answers nothing.
 
     Args:
         timeout: seconds to wait for its health check.
         home: a PREFECT_HOME of its own (its SQLite database lives there).
         port: the port (default: a free one).
+        log: the file its messages are appended to.
     """
+    import tempfile
+
     import httpx
     import prefect
 
@@ -82,18 +89,22 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
     if home:
         env["PREFECT_HOME"] = home
         env.pop("PREFECT_API_DATABASE_CONNECTION_URL", None)
+    log_file = (open(log, "a+b") if log  # noqa: SIM115 - closed in finally
+                else tempfile.TemporaryFile(prefix="riskgate-prefect-server-"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
          "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
          "--port", str(port), "--log-level", "error", "--lifespan", "on"],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
+        env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+        preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}/api"
     try:
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace")[-500:] if proc.stderr else ""
+                log_file.flush()
+                log_file.seek(0)
+                err = log_file.read()[-500:].decode(errors="replace")
                 raise ApiUnavailable(f"the private Prefect server exited with code "
                                      f"{proc.returncode}: {err.strip()}")
             try:
@@ -113,6 +124,7 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log_file.close()
 
 
 @contextmanager

@@ -30,7 +30,11 @@ def _free_port() -> int:
 # (this module is also imported as ``tests.conftest``: the second import keeps the first's API)
 if "RISKGATE_TEST_PREFECT_PORT" not in os.environ:
     os.environ["RISKGATE_TEST_PREFECT_PORT"] = str(_free_port())
-    os.environ["RISKGATE_TEST_PREFECT_HOME"] = tempfile.mkdtemp(prefix="riskgate-prefect-home-")
+    # its SQLite database in memory-backed storage where there is one: a checkpoint's fsync on
+    # a busy virtual disk holds the database's write lock, and every request waits for it
+    _shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    os.environ["RISKGATE_TEST_PREFECT_HOME"] = tempfile.mkdtemp(prefix="riskgate-prefect-home-",
+                                                                 dir=_shm)
 PREFECT_PORT = int(os.environ["RISKGATE_TEST_PREFECT_PORT"])
 PREFECT_HOME_DIR = os.environ["RISKGATE_TEST_PREFECT_HOME"]
 os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{PREFECT_PORT}/api"
@@ -80,9 +84,29 @@ class PrefectServer:
 def prefect_server() -> Iterator[PrefectServer]:
     from riskgate.flows.local_api import drain_prefect, private_server
 
-    with private_server(home=PREFECT_HOME_DIR, port=PREFECT_PORT) as url:
+    with private_server(home=PREFECT_HOME_DIR, port=PREFECT_PORT, log=SERVER_LOG) as url:
         yield PrefectServer(url, PREFECT_HOME_DIR)
         drain_prefect()
+
+
+SERVER_LOG = os.path.join(PREFECT_HOME_DIR, "server.log")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """What the suite's Prefect server complained of, at the end of the output (where CI's
+    excerpt shows it): a timeout in a test is then read next to the server's side."""
+    try:
+        lines = Path(SERVER_LOG).read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    notable = [ln for ln in lines if any(w in ln for w in ("WARNING", "ERROR", "locked",
+                                                           "Traceback", "took"))]
+    if not notable:
+        return
+    terminalreporter.write_sep("-", f"the suite's Prefect server: {len(notable)} warnings or "
+                                    f"errors of {len(lines)} lines ({SERVER_LOG})")
+    for line in notable[-25:]:
+        terminalreporter.write_line(line[:300])
 
 
 free_port = _free_port

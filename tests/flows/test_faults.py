@@ -196,6 +196,20 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def test_the_servers_messages_go_to_a_file_never_to_an_unread_pipe(prefect_server):
+    """A server whose stderr is a pipe nobody reads freezes once 64 KiB of its warnings
+    (SQLite's "database is locked" tracebacks, 8 KiB each) have filled it: every request
+    then times out. The suite's server is started as the CLI starts its private one."""
+    servers = [pid for pid in _children(os.getpid())
+               if b"uvicorn" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert servers, "the suite's Prefect server is not a child of this process"
+    for pid in servers:
+        for fd in (1, 2):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            assert not target.startswith("pipe:"), (fd, target)
+    assert os.readlink(f"/proc/{servers[0]}/fd/2").endswith("server.log")
+
+
 def test_a_killed_gate_leaves_no_private_server_behind(example_files, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env["PREFECT_HOME"] = str(tmp_path / "home")

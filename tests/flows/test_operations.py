@@ -103,11 +103,18 @@ def _decision(ops: dict[str, Any], release: str) -> dict[str, Any]:
     return json.loads(client.get_object(Bucket="ops-out", Key=keys[0])["Body"].read())
 
 
-def _flow_run(run_id: str) -> Any:
+def _flow_run(run_id: str, timeout_s: float = 120.0) -> Any:
+    """The run once its state is final: its decision and verdict event are written a moment
+    before the engine sets the final state."""
     from prefect.client.orchestration import get_client
 
+    deadline = time.monotonic() + timeout_s
     with get_client(sync_client=True) as client:
-        return client.read_flow_run(uuid.UUID(run_id))
+        while True:
+            run = client.read_flow_run(uuid.UUID(run_id))
+            if (run.state and run.state.is_final()) or time.monotonic() > deadline:
+                return run
+            time.sleep(0.5)
 
 
 def _artifacts(run_id: str) -> dict[str, Any]:

@@ -89,42 +89,43 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
     if home:
         env["PREFECT_HOME"] = home
         env.pop("PREFECT_API_DATABASE_CONNECTION_URL", None)
-    log_file = (open(log, "a+b") if log  # noqa: SIM115 - closed in finally
-                else tempfile.TemporaryFile(prefix="riskgate-prefect-server-"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
-         "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "error", "--lifespan", "on"],
-        env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-        preexec_fn=_die_with_parent)
-    url = f"http://127.0.0.1:{port}/api"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                log_file.flush()
-                log_file.seek(0)
-                err = log_file.read()[-500:].decode(errors="replace")
-                raise ApiUnavailable(f"the private Prefect server exited with code "
-                                     f"{proc.returncode}: {err.strip()}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise ApiUnavailable(f"the private Prefect server did not start within "
-                                     f"{timeout:.0f} s; set PREFECT_API_URL to a running server")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
+    with (open(log, "a+b") if log
+          else tempfile.TemporaryFile(prefix="riskgate-prefect-server-")) as log_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+             "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+             "--port", str(port), "--log-level", "error", "--lifespan", "on"],
+            env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent)
+        url = f"http://127.0.0.1:{port}/api"
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log_file.close()
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    log_file.flush()
+                    log_file.seek(0)
+                    said = log_file.read().decode(errors="replace").splitlines()
+                    first = next((ln for ln in said if "ERROR" in ln), said[-1] if said else "")
+                    raise ApiUnavailable(f"the private Prefect server exited with code "
+                                         f"{proc.returncode}: {first.strip()[:300]}")
+                try:
+                    if httpx.get(f"{url}/health", timeout=2.0).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise ApiUnavailable(f"the private Prefect server did not start within "
+                                         f"{timeout:.0f} s; set PREFECT_API_URL to a running "
+                                         "server")
+                time.sleep(0.2)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @contextmanager

@@ -19,6 +19,7 @@ Prefect is imported only by the commands that orchestrate.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import traceback
@@ -100,8 +101,34 @@ def _fail(line: str, verbose: bool) -> None:
 
 
 def run(argv: list[str] | None = None) -> NoReturn:
-    """The console script."""
-    sys.exit(main(argv))
+    """The console script: :func:`main`, then out without the interpreter's teardown.
+
+    Tearing down a process that imported Prefect, Great Expectations and scikit-learn takes
+    about a second (measured: 0.9-1.1 s of every gate run) and does nothing a finished command
+    needs: what Prefect still holds (run logs, events) is sent first, logs and the standard
+    streams are flushed, child processes were stopped by the command itself.
+    """
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # usage errors and --help
+        if isinstance(exc.code, str):
+            sys.stderr.write(exc.code + "\n")
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+    _leave(code)
+
+
+def _leave(code: int) -> NoReturn:
+    if "prefect" in sys.modules:
+        from ..local_api import drain_prefect
+
+        drain_prefect()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+            pass
+    os._exit(code)
 
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "run"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,8 @@ class CheckResult(Record):
 class CleanlinessReport:
     checks: tuple[CheckResult, ...]
     declared_types: Mapping[str, str] = field(default_factory=dict)
+    #: seconds the checks waited for Great Expectations' one-off start-up (not in to_dict)
+    gx_start_wait: float = 0.0
 
     @property
     def success(self) -> bool:
@@ -113,8 +116,6 @@ def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str
 
 _GX_LOCK = threading.Lock()
 _GX: dict[str, Any] = {}
-_WARM_LOCK = threading.Lock()
-_WARMING: list[threading.Thread] = []  # the one warm-up thread of this process, once started
 
 
 def _gx_context() -> tuple[Any, Any, Any]:
@@ -140,21 +141,44 @@ def _gx_context() -> tuple[Any, Any, Any]:
 
 
 def warm_up() -> None:
-    """Import Great Expectations and build its context in a background thread while the run
-    starts and the tables load (the import takes seconds; nothing when done already). A
-    thread, not a helper process: a worker running several gates at once would otherwise
-    double its processes and their memory for a second or two saved per run."""
-    with _WARM_LOCK:  # not _GX_LOCK: the import holds that one for seconds
-        if _WARMING:
-            return
-        _WARMING.append(threading.Thread(target=_gx_context, name="riskgate-gx-warm-up",
-                                         daemon=True))
-        _WARMING[0].start()
+    """Start Great Expectations' helper process, which imports GX and builds its context on
+    the other core while the run starts and the tables load (:mod:`.gx_helper`; nothing when
+    it runs already).
+
+    It was a thread until the gate's overhead was profiled (issue 19): the import is Python
+    under the interpreter's lock, so a thread only moved its 2.5 s of CPU beside Prefect's
+    start-up, which it slowed as much. A worker running several gates at once has one helper
+    per flow process for as long as that process lives (about 200 MB each)."""
+    from . import gx_helper
+
+    gx_helper.start()
 
 
 def _run_suites(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]
-                ) -> list[list[dict[str, Any]]]:
-    """Validate each job's frame against a suite of its specs; the results as plain data."""
+                ) -> tuple[list[list[dict[str, Any]]], float]:
+    """:func:`run_suites_here` in the helper process when there is one, else here; and the
+    seconds spent waiting for Great Expectations' start-up (its import and context)."""
+    from . import gx_helper
+
+    helper = gx_helper.current()
+    if helper is not None:
+        try:
+            return helper.run_suites(jobs)
+        except gx_helper.HelperGone as exc:
+            log.warning("Great Expectations' helper process is gone (%s); validating in this "
+                        "process", exc)
+        except gx_helper.HelperFailed as exc:
+            raise RuntimeError(f"Great Expectations failed: {exc}") from None
+    t0 = time.perf_counter()
+    _gx_context()
+    waited = time.perf_counter() - t0
+    return run_suites_here(jobs), waited
+
+
+def run_suites_here(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]
+                    ) -> list[list[dict[str, Any]]]:
+    """Validate each job's frame against a suite of its specs, in this process; the results as
+    plain data (what the helper process sends back)."""
     gx, _, source = _gx_context()
     out = []
     for name, frame, specs in jobs:
@@ -352,11 +376,13 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
             jobs.append((f"{table}-{i}", parts[i], part_specs))
             owners.append((table, values, {sp.key: sp.label for sp in part_specs}))
     results: list[CheckResult] = []
-    for (table, values, labels), rows in zip(owners, _run_suites(jobs)):
+    suites, waited = _run_suites(jobs)
+    for (table, values, labels), rows in zip(owners, suites):
         results.extend(_check(table, row, values, labels) for row in rows)
     results.extend(_preconditions(frames, roles, types))
     return CleanlinessReport(checks=tuple(results),
-                             declared_types={k: v.value for k, v in types.items()})
+                             declared_types={k: v.value for k, v in types.items()},
+                             gx_start_wait=waited)
 
 
 def _check(table: str, row: Mapping[str, Any], values: DistinctValues,

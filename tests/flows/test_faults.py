@@ -210,7 +210,7 @@ def test_the_servers_messages_go_to_a_file_never_to_an_unread_pipe(prefect_serve
     assert os.readlink(f"/proc/{servers[0]}/fd/2").endswith("server.log")
 
 
-def test_a_killed_gate_leaves_no_private_server_behind(example_files, tmp_path):
+def test_a_killed_gate_leaves_no_private_server_or_helper_behind(example_files, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env["PREFECT_HOME"] = str(tmp_path / "home")
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
@@ -219,27 +219,32 @@ def test_a_killed_gate_leaves_no_private_server_behind(example_files, tmp_path):
     path.write_text(yaml.safe_dump(cfg))
     proc = subprocess.Popen(RISKGATE + ["gate", "--config", str(path)], env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    server = None
+    server = helper = None
     deadline = time.monotonic() + 120
-    while server is None and time.monotonic() < deadline:
+    while (server is None or helper is None) and time.monotonic() < deadline:
         for child in _children(proc.pid):
-            if b"uvicorn" in Path(f"/proc/{child}/cmdline").read_bytes():
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"uvicorn" in cmdline:
                 server = child
+            elif b"gx_helper" in cmdline:
+                helper = child
         time.sleep(0.3)
     assert server is not None, "the gate started no private server"
+    assert helper is not None, "the gate started no Great Expectations helper"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    for _ in range(50):
-        if not Path(f"/proc/{server}").exists():
-            break
-        try:
-            if Path(f"/proc/{server}/stat").read_text().split(")")[1].split()[0] == "Z":
-                break  # a zombie: dead, waiting to be reaped by init
-        except OSError:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail("the private Prefect server outlived the killed gate")
+    for pid, what in ((server, "the private Prefect server"), (helper, "the GX helper")):
+        for _ in range(100):
+            if not Path(f"/proc/{pid}").exists():
+                break
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z":
+                    break  # a zombie: dead, waiting to be reaped by init
+            except OSError:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"{what} outlived the killed gate")
 
 
 def test_the_same_seed_gives_the_same_bytes_in_two_processes(example_files, tmp_path):

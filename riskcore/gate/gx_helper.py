@@ -1,0 +1,175 @@
+"""Great Expectations in a helper process: its import runs on the other core.
+
+Importing Great Expectations and building its context costs about 2.5 s of CPU, all of it
+Python under the interpreter's lock. In a background thread (the earlier design) it competed
+with Prefect's own start-up for that lock, so the two costs added up on the gate's path
+(profile of a 6,000-row gate: the flow module's imports took 2.6 s beside the thread, 1.4 s
+alone). In a child process the two run side by side.
+
+The helper validates what :func:`riskcore.gate.cleanliness.validate_tables` gives it (each
+table's distinct values, a few MB at most) and answers with plain rows: the same function,
+:func:`riskcore.gate.cleanliness.run_suites_here`, runs in either process. It lives as long as
+its parent: it ends when its stdin closes, which the kernel does when the parent exits however
+it exits. If it cannot be started, or dies, validation runs in this process instead (the
+same checks, only slower to start), with a warning in the log; an error of Great Expectations
+itself is raised as it would be in this process.
+
+Messages are length-prefixed pickles over the child's own pipes; nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+log = logging.getLogger(__name__)
+
+_HEADER = struct.Struct("!Q")
+
+
+class HelperGone(RuntimeError):
+    """The helper process is not there to answer (never started, or died)."""
+
+
+class HelperFailed(RuntimeError):
+    """Great Expectations raised in the helper; the message is its exception's."""
+
+
+def _send(stream: IO[bytes], obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError("the other side closed its pipe")
+    size = _HEADER.unpack(head)[0]
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the other side closed its pipe mid-message")
+    return pickle.loads(data)  # noqa: S301 - our own child, on its private pipe
+
+
+class Helper:
+    """One helper process and the lock that keeps its requests one at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._log = tempfile.TemporaryFile(prefix="riskgate-gx-helper-")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "riskcore.gate.gx_helper"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self._log, start_new_session=True,
+            env={**os.environ, "GX_ANALYTICS_ENABLED": "False"})
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run_suites(self, jobs: Sequence[tuple[str, Any, Sequence[Any]]]
+                   ) -> tuple[list[list[dict[str, Any]]], float]:
+        """The rows of :func:`run_suites_here` for ``jobs``, computed in the helper, and the
+        seconds this call waited for the helper's start-up (GX's import) to end."""
+        with self._lock:
+            if not self.alive() or self.proc.stdin is None or self.proc.stdout is None:
+                raise HelperGone(self._said())
+            try:
+                asked = time.time()
+                _send(self.proc.stdin, list(jobs))
+                status, payload, ready_at = _receive(self.proc.stdout)
+            except (OSError, EOFError, pickle.PickleError) as exc:
+                self.close()
+                raise HelperGone(f"{type(exc).__name__}: {exc}; {self._said()}") from None
+        if status != "ok":
+            raise HelperFailed(str(payload))
+        return list(payload), max(0.0, float(ready_at) - asked)
+
+    def _said(self) -> str:
+        try:
+            self._log.seek(0)
+            lines = self._log.read().decode(errors="replace").strip().splitlines()
+        except (OSError, ValueError):
+            return "its log is gone"
+        return f"its last words: {lines[-1][:200]}" if lines else "it said nothing"
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_LOCK = threading.Lock()
+_HELPER: list[Helper] = []
+
+
+def start() -> None:
+    """Start this process's helper unless it runs already (it imports GX at once)."""
+    with _LOCK:
+        if _HELPER and _HELPER[0].alive():
+            return
+        try:
+            helper = Helper()
+        except OSError as exc:
+            log.warning("Great Expectations runs in this process: its helper process could "
+                        "not start (%s)", exc)
+            return
+        _HELPER[:] = [helper]
+
+
+def current() -> Helper | None:
+    """This process's helper, if one was started and is still alive."""
+    with _LOCK:
+        return _HELPER[0] if _HELPER and _HELPER[0].alive() else None
+
+
+def stop() -> None:
+    """End this process's helper (tests; a command that is done with validation)."""
+    with _LOCK:
+        helpers, _HELPER[:] = list(_HELPER), []
+    for helper in helpers:
+        helper.close()
+
+
+def _serve() -> None:
+    """The helper's loop: requests on stdin, answers on the original stdout; anything Great
+    Expectations prints goes to stderr, never into the answers."""
+    requests = os.fdopen(os.dup(0), "rb")
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    from riskcore.gate.cleanliness import _gx_context, run_suites_here
+
+    _gx_context()  # the import, while the parent starts
+    ready_at = time.time()  # the wall clock, which the parent shares
+    while True:
+        try:
+            jobs = _receive(requests)
+        except EOFError:  # the parent is gone or done
+            return
+        try:
+            reply: tuple[str, Any, float] = ("ok", run_suites_here(jobs), ready_at)
+        except Exception as exc:  # the parent raises it as its own
+            reply = ("error", f"{type(exc).__name__}: {exc}", ready_at)
+        _send(answers, reply)
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,84 @@
+"""Great Expectations' helper process gives the checks this process would give, and when it is
+gone the checks run here, with the same results."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from riskcore.data import Roles
+from riskcore.gate import gx_helper
+from riskcore.gate.cleanliness import validate_tables
+
+ROLES = Roles(("region", "age", "sex"), sensitive=("diagnosis",), weight="weight")
+
+
+def _messy() -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(4)
+    n = 400
+    original = pd.DataFrame({
+        "region": rng.choice(["north", "south", "east"], n),
+        "age": rng.integers(18, 90, n).astype(str),
+        "sex": rng.choice(["f", "m"], n),
+        "diagnosis": rng.choice(["a", "b", "c"], n),
+        "weight": rng.uniform(1, 5, n).round(2).astype(str)})
+    released = original.copy()
+    released.loc[[3, 17], "age"] = "forty"  # text in a number column
+    released.loc[5, "region"] = "no\x07rth"  # a control character
+    released.loc[9, "diagnosis"] = "b\ufffd"  # undecodable in the declared encoding
+    released["sex"] = np.nan  # an empty key column
+    return {"original": original, "released": released}
+
+
+def _validate_here(frames: dict[str, pd.DataFrame]) -> dict:
+    gx_helper.stop()
+    assert gx_helper.current() is None
+    return validate_tables(frames, ROLES).to_dict()
+
+
+def test_the_helper_gives_the_same_checks_as_this_process():
+    frames = _messy()
+    here = _validate_here(frames)
+    gx_helper.start()
+    helper = gx_helper.current()
+    assert helper is not None and helper.proc.pid != os.getpid()
+    there = validate_tables(frames, ROLES)
+    assert there.to_dict() == here
+    failed = {(c["table"], c["column"], c["check"]) for c in here["checks"]
+              if not c["success"]}
+    # the planted faults are found (the test would pass vacuously on a clean table)
+    assert ("released", "age", "values are numbers") in failed
+    assert ("released", "region", "no control or non-printable characters") in failed
+    assert ("released", "diagnosis", "characters decodable in the declared encoding") in failed
+    assert ("released", "sex", "key column is not empty") in failed
+    assert not any(t == "original" for t, _, _ in failed)
+
+
+def test_a_dead_helper_falls_back_to_this_process_with_the_same_checks():
+    frames = _messy()
+    here = _validate_here(frames)
+    gx_helper.start()
+    helper = gx_helper.current()
+    assert helper is not None
+    validate_tables(frames, ROLES)  # it answers once
+    os.kill(helper.proc.pid, signal.SIGKILL)
+    for _ in range(50):
+        if helper.proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert gx_helper.current() is None
+    again = validate_tables(frames, ROLES)
+    assert again.to_dict() == here
+    gx_helper.start()  # a new one replaces it
+    assert gx_helper.current() is not None and gx_helper.current() is not helper
+
+
+@pytest.fixture(autouse=True)
+def _one_helper_per_test():
+    yield
+    gx_helper.stop()

@@ -122,6 +122,8 @@ class ClassFrequencies:
         Fk: per record population frequency.
         class_size: f_j per exact-key class.
         class_population: F_j per exact-key class.
+        class_fk: fk per exact-key class (``fk == class_fk[class_id]``; differs from
+            ``class_size`` only under the NA wildcard).
         population: where Fk comes from.
         population_classes: |J_pop|, classes of the identification table (or of the sample).
         population_records: N_pop, records of the identification table (or sum of weights / n).
@@ -133,6 +135,7 @@ class ClassFrequencies:
     Fk: np.ndarray
     class_size: np.ndarray
     class_population: np.ndarray
+    class_fk: np.ndarray
     population: PopulationSource
     population_classes: int
     population_records: float
@@ -228,7 +231,7 @@ def frequencies(
         fk_class = f0
         return ClassFrequencies(
             class_id=class_id, fk=fk_class[class_id], Fk=F_class[class_id], class_size=f0,
-            class_population=F_class, population=PopulationSource.TABLE,
+            class_population=F_class, class_fk=fk_class, population=PopulationSource.TABLE,
             population_classes=int(np.unique(pop_ids).size), population_records=float(len(pop_ids)),
             quasi_identifiers=qis, missing=missing, alpha=alpha,
         )
@@ -252,7 +255,7 @@ def frequencies(
     pop_records = float(F0.sum())
     return ClassFrequencies(
         class_id=class_id, fk=fk_class[class_id], Fk=Fk_class[class_id], class_size=f0,
-        class_population=Fk_class, population=source, population_classes=u,
+        class_population=Fk_class, class_fk=fk_class, population=source, population_classes=u,
         population_records=pop_records, quasi_identifiers=qis, missing=missing, alpha=alpha,
         multiplicity=mult,
     )

@@ -29,9 +29,9 @@ from ..data import (
     ColumnType,
     Roles,
     distinct,
+    infinite_rows,
     looks_numeric,
     map_distinct,
-    number_series,
 )
 from ..equivalence import exact_matches
 from ..results import Record
@@ -418,8 +418,7 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
             typ = types.get(col)
             if col not in df.columns or typ is None or not typ.is_numeric:
                 continue
-            values = number_series(df[col]).to_numpy()
-            infinite = np.flatnonzero(np.isinf(values))
+            infinite = infinite_rows(df[col])
             if infinite.size:
                 out.append(CheckResult(
                     table=table, check="numbers are finite", column=col, success=False,

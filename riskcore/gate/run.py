@@ -28,6 +28,7 @@ from ..data import ColumnType, EncodedTable, encode_tables, looks_numeric
 from ..errors import ConfigError, InputError, RiskgateError, StorageError
 from ..measures import BY_NAME, MeasureInputs
 from ..measures.family import Params
+from ..memory import release_memory
 from ..redact import redact, redact_text
 from ..report import render_report
 from ..report.riskiest import example_records
@@ -163,7 +164,8 @@ def per_record_frame(results: Mapping[str, MeasureResult], n: int) -> pd.DataFra
         for key, arr in res.per_record.items():
             if len(arr) == n:
                 cols[f"{name}.{key}"] = np.asarray(arr)
-    return pd.DataFrame(cols)
+    # the measures' arrays themselves, not a copy of them in one block
+    return pd.DataFrame(cols, copy=False)
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
@@ -445,6 +447,7 @@ def _sequence(run: _Run) -> Decision:
     run.timed("check_outputs", lambda: check_output_location(gate.config.output_url,
                                                              run.options))
     frames, infos = run.timed("load", lambda: steps.load(gate, run.options))
+    release_memory()  # what reading the files allocated and freed
     run.infos = infos
     verify_checksums(infos, run.checksums)
     refusal = refuse_unintended(infos)
@@ -463,7 +466,9 @@ def _sequence(run: _Run) -> Decision:
                                                  for line in report.summary_lines()])
     inputs = run.timed("encode", lambda: steps.encode(gate, frames))
     frames.clear()  # the encoded arrays are all the measures need
+    release_memory()
     results, errors = run.timed("measures", lambda: steps.measures(gate, inputs))
+    release_memory()
     alarms = {name: BY_NAME[name].alarm for name in results if BY_NAME[name].alarm}
     decision = run.timed("decide", lambda: decide(gate.policy, results, errors, {},
                                                   alarms))  # type: ignore[arg-type]

@@ -392,4 +392,4 @@ def coerce_types(df: pd.DataFrame, types: Mapping[str, ColumnType], name: str) -
             out[col] = pd.Series(numeric_values(s, name, col), index=s.index)
         else:
             out[col] = s
-    return pd.DataFrame(out, index=df.index)
+    return pd.DataFrame(out, index=df.index, copy=False)

@@ -288,8 +288,10 @@ def sdc_risk(
     ``hier_risk_pct``. Per record: ``risk`` and ``hier_risk``.
     """
     weighted = freq.population is PopulationSource.WEIGHTS
-    r = individual_risk(freq.fk, freq.Fk, method=method, weighted=weighted, qual=qual,
-                        fractional=fractional)
+    # a record's risk is a function of its class's fk and Fk: computed once per class and
+    # spread to the records (the same numbers, without ten per-record temporaries)
+    r = individual_risk(freq.class_fk, freq.class_population, method=method, weighted=weighted,
+                        qual=qual, fractional=fractional)[freq.class_id]
     mult = freq.multiplicity
     g = global_risk(r, max_global_risk, mult)
     n = freq.n

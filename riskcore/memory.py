@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import gc
 from collections.abc import Callable
 
 
@@ -30,11 +31,17 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return fn  # type: ignore[no-any-return]
 
 
-def release_memory() -> None:
+def release_memory(collect: bool = False) -> None:
     """Return the free pages of Arrow's pool and of the C heap to the system (about a
-    millisecond). No ``gc.collect()``: the gate's arrays are freed by reference counting, and
-    a full collection walks every object (a quarter of a second with Prefect and Great
-    Expectations loaded)."""
+    millisecond).
+
+    Args:
+        collect: first run a full garbage collection, for large objects held only by
+            reference cycles (a Prefect flow's task results). It walks every object: a quarter
+            of a second with Prefect and Great Expectations loaded, so only when it frees much.
+    """
+    if collect:
+        gc.collect()
     try:
         import pyarrow as pa
 

@@ -52,14 +52,16 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from riskcore.gate import gx_helper
+
+    # Great Expectations' helper process first: its import (seconds, once a process) runs on
+    # the other core while the config, Prefect and the tables load
+    gx_helper.start()
     from riskcore.gate.config import load_gate
 
     options = storage_options(args)
     over = overrides(args)
     gate = load_gate(args.config, over, options)  # a config error fails here, in a second
-    from riskcore.gate.cleanliness import warm_up
-
-    warm_up()  # Great Expectations' import overlaps Prefect's start (seconds, once a process)
     from riskcore.partitioned import is_partitioned
 
     from ..local_api import prefect_api

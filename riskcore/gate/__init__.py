@@ -4,18 +4,29 @@ cleanliness checks, the run sequence and the output schemas.
     >>> from riskcore.gate import load_gate, run_gate
     >>> outcome = run_gate(load_gate("examples/gate.yaml"), run_id="local-1")
     >>> outcome.verdict
+
+Names load on first use: ``riskcore.gate.gx_helper`` starts Great Expectations' helper
+process before the config's imports (pydantic, pandas) have run.
 """
 
-from .config import Gate, GateConfig, load_config, load_gate
-from .policy import Decision, Policy, Verdict, decide, load_policy
+from __future__ import annotations
+
+from importlib import import_module
+
+#: public name -> module that defines it
+_API = {
+    "Gate": "config", "GateConfig": "config", "load_config": "config", "load_gate": "config",
+    "Decision": "policy", "Policy": "policy", "Verdict": "policy", "decide": "policy",
+    "load_policy": "policy",
+    "LocalSteps": "run", "RunOutcome": "run", "Steps": "run", "run_gate": "run",
+}
 
 
-def __getattr__(name: str) -> object:  # the run sequence (and the report) load on first use
-    if name in ("LocalSteps", "RunOutcome", "Steps", "run_gate"):
-        from . import run
+def __getattr__(name: str) -> object:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'riskcore.gate' has no attribute '{name}'")
+    return getattr(import_module(f".{module}", __name__), name)
 
-        return getattr(run, name)
-    raise AttributeError(name)
 
-__all__ = ["Decision", "Gate", "GateConfig", "LocalSteps", "Policy", "RunOutcome", "Steps",
-           "Verdict", "decide", "load_config", "load_gate", "load_policy", "run_gate"]
+__all__ = sorted(_API)

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -260,20 +260,6 @@ class DistinctValues:
                 columns[str(col)] = values
         return cls(values=columns, codes=codes, counts=counts, text=frozenset(text), n=len(df))
 
-    def frames(self) -> list[pd.DataFrame]:
-        """The columns grouped by their number of distinct values (within a factor of 64), one
-        frame per group, shorter columns padded with missing values: an identifier with a
-        million distinct values does not pad the few labels of a key column to a million."""
-        groups: dict[int, list[str]] = {}
-        for col, vals in self.values.items():
-            groups.setdefault(int(np.log2(len(vals) + 1) // 6), []).append(col)
-        out = []
-        for key in sorted(groups):
-            size = max(len(self.values[c]) for c in groups[key])
-            out.append(pd.DataFrame({c: pd.Series(self.values[c]).reindex(range(size))
-                                     for c in groups[key]}, index=pd.RangeIndex(size)))
-        return out or [pd.DataFrame(index=pd.RangeIndex(0))]
-
     def rows(self, col: str, value_index: Sequence[int]) -> tuple[int, np.ndarray]:
         """Rows holding any of the given distinct values: their count and the first rows."""
         idx = np.asarray(value_index, dtype=np.int64)
@@ -349,40 +335,170 @@ def _batch(source: Any, name: str, frame: pd.DataFrame) -> Any:
     return batch_def.get_batch(batch_parameters={"dataframe": frame})
 
 
+#: expectations about a column as a whole (it exists, it is not empty), not about single values
+COLUMN_LEVEL = frozenset({"ExpectColumnToExist", "ExpectColumnUniqueValueCountToBeBetween"})
+
+
+def _size_group(n_values: int) -> int:
+    """Columns whose numbers of distinct values are within a factor of 64 share a frame: an
+    identifier with a million distinct values does not pad a key column's few labels."""
+    return int(np.log2(n_values + 1) // 6)
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One table's part in a shared column: the union position of each of its values."""
+
+    table: str
+    values: DistinctValues
+    position: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """A text column's distinct values checked once for every table that asks the same
+    value checks of it: the union of their distinct values, and where each table's are."""
+
+    column: str
+    specs: tuple[Spec, ...]
+    values: Any
+    members: tuple[_Member, ...]
+
+
+def _shared_columns(tables: Sequence[tuple[str, DistinctValues, Sequence[Spec]]]
+                    ) -> list[_Shared]:
+    """The value checks (regular expressions, types) of every table, grouped: a text column
+    whose value checks are the same in several tables (the original's and the release's
+    household ids) is checked once on the union of its distinct values; any other column
+    on its own."""
+    groups: dict[tuple[Any, ...], list[tuple[str, DistinctValues, tuple[Spec, ...]]]] = {}
+    for table, values, specs in tables:
+        by_column: dict[str, list[Spec]] = {}
+        for sp in specs:
+            if sp.kind not in COLUMN_LEVEL and sp.column in values.values:
+                by_column.setdefault(sp.column, []).append(sp)
+        for col, col_specs in by_column.items():
+            keys = tuple(sp.key for sp in col_specs)
+            key = (col, keys) if col in values.text else (col, keys, table)
+            groups.setdefault(key, []).append((table, values, tuple(col_specs)))
+    shared = []
+    for (col, *_), members in groups.items():
+        arrays = [pd.Series(v.values[col]) for _, v, _ in members]
+        if len(arrays) == 1:
+            union: Any = members[0][1].values[col]
+            positions = [np.arange(len(union))]
+        else:
+            codes, uniques = pd.factorize(pd.concat(arrays, ignore_index=True))
+            union = uniques.array
+            bounds = np.cumsum([0] + [len(a) for a in arrays])
+            positions = [codes[bounds[i]:bounds[i + 1]] for i in range(len(arrays))]
+        shared.append(_Shared(col, members[0][2], union, tuple(
+            _Member(t, v, pos) for (t, v, _), pos in zip(members, positions))))
+    return shared
+
+
+def _value_jobs(shared: Sequence[_Shared]
+                ) -> list[tuple[str, pd.DataFrame, list[Spec], dict[str, _Shared]]]:
+    """The shared columns packed into frames by size (:func:`_size_group`), shorter columns
+    padded with missing values, each frame's columns named uniquely."""
+    groups: dict[int, list[_Shared]] = {}
+    for sh in shared:
+        groups.setdefault(_size_group(len(sh.values)), []).append(sh)
+    jobs = []
+    for key in sorted(groups):
+        size = max(len(sh.values) for sh in groups[key])
+        columns: dict[str, pd.Series] = {}
+        owner: dict[str, _Shared] = {}
+        specs: list[Spec] = []
+        for sh in groups[key]:
+            name = sh.column
+            while name in columns:
+                name += "'"
+            columns[name] = pd.Series(sh.values).reindex(range(size))
+            owner[name] = sh
+            specs.extend(replace(sp, column=name) for sp in sh.specs)
+        jobs.append((f"values-{key}", pd.DataFrame(columns, index=pd.RangeIndex(size)),
+                     specs, owner))
+    return jobs
+
+
+def _column_frame(values: DistinctValues) -> pd.DataFrame:
+    """One row: each column's first distinct value, or missing when it has none (what "the
+    column exists" and "the column is not empty" ask)."""
+    return pd.DataFrame({c: pd.Series(v).iloc[:1].reindex(range(1))
+                         for c, v in values.values.items()}, index=pd.RangeIndex(1))
+
+
 def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> CleanlinessReport:
     """Run the cleanliness checks on every table of a run (Great Expectations, in memory).
 
-    Per table, one suite per group of columns, built whole and validated in one pass over the
-    columns' distinct values (:class:`DistinctValues`); counts and example rows are mapped back
-    to the table's rows.
+    The checks run on the columns' distinct values (:class:`DistinctValues`), counts and
+    example rows mapped back to each table's rows: per table, one suite for the column
+    checks (exists, not empty) on a one-row frame; and one suite per size of column for the
+    value checks, where a text column that several tables share is checked once on the
+    union of their distinct values (:func:`_shared_columns`).
 
     Args:
         frames: table role name -> DataFrame as read (CSV cells as text).
         roles: the column roles.
     """
     types = declared_types(frames, roles)
-    jobs: list[tuple[str, pd.DataFrame, Sequence[Spec]]] = []
-    owners: list[tuple[str, DistinctValues, dict[tuple[str, str, Any], str]]] = []
+    tables: list[tuple[str, DistinctValues, list[Spec]]] = []
     for table, df in frames.items():
         values = DistinctValues.of(df)
-        columns = [str(c) for c in df.columns]
-        specs = _expectations_for(values, columns, roles, types, table)
-        parts = values.frames()
-        home = {c: i for i, part in enumerate(parts) for c in part.columns}
-        by_part: dict[int, list[Spec]] = {}
-        for sp in specs:  # an absent column's "exists" check goes to the first part
-            by_part.setdefault(home.get(sp.column, 0), []).append(sp)
-        for i, part_specs in sorted(by_part.items()):
-            jobs.append((f"{table}-{i}", parts[i], part_specs))
-            owners.append((table, values, {sp.key: sp.label for sp in part_specs}))
-    results: list[CheckResult] = []
+        specs = _expectations_for(values, [str(c) for c in df.columns], roles, types, table)
+        tables.append((table, values, specs))
+    jobs: list[tuple[str, pd.DataFrame, Sequence[Spec]]] = []
+    for table, values, specs in tables:
+        jobs.append((f"{table}-columns", _column_frame(values),
+                     [sp for sp in specs if sp.kind in COLUMN_LEVEL]))
+    value_jobs = _value_jobs(_shared_columns(tables))
+    jobs.extend((name, frame, specs) for name, frame, specs, _ in value_jobs)
     suites, waited = _run_suites(jobs)
-    for (table, values, labels), rows in zip(owners, suites):
-        results.extend(_check(table, row, values, labels) for row in rows)
+
+    found: dict[tuple[str, tuple[str, str, Any]], CheckResult] = {}
+    by_name = {t: (values, {sp.key: sp.label for sp in specs}) for t, values, specs in tables}
+    for (table, values, _), rows in zip(tables, suites):
+        for row in rows:
+            check = _check(table, row, values, by_name[table][1])
+            found[(table, _row_key(row))] = check
+    for (_, _, _, owner), rows in zip(value_jobs, suites[len(tables):]):
+        for row in rows:
+            sh = owner[row["column"]]
+            for member in sh.members:
+                mine = {**row, "column": sh.column}
+                if row["index"] is not None:
+                    unexpected = np.asarray(row["index"], dtype=np.int64)
+                    index = np.flatnonzero(np.isin(member.position, unexpected))
+                    mine["index"] = index.tolist()
+                    mine["success"] = bool(row["success"]) or index.size == 0
+                values, labels = by_name[member.table]
+                found[(member.table, _row_key(mine))] = _check(member.table, mine, values,
+                                                               labels)
+    results = [found[(table, sp.key)] for table, values, specs in tables
+               for sp in _in_frame_order(values, specs) if (table, sp.key) in found]
     results.extend(_preconditions(frames, roles, types))
     return CleanlinessReport(checks=tuple(results),
                              declared_types={k: v.value for k, v in types.items()},
                              gx_start_wait=waited)
+
+
+def _row_key(row: Mapping[str, Any]) -> tuple[str, str, Any]:
+    """A GX result's :attr:`Spec.key`: class name, column, regular expression."""
+    return ("".join(p.capitalize() for p in row["type"].split("_")), row["column"],
+            row["regex"])
+
+
+def _in_frame_order(values: DistinctValues, specs: Sequence[Spec]) -> list[Spec]:
+    """A table's checks in report order: columns with fewer distinct values first, each
+    column's checks together, in the order the expectations were written (an absent
+    column's with the first columns)."""
+    groups = sorted({_size_group(len(v)) for v in values.values.values()})
+    rank = {c: groups.index(_size_group(len(v))) for c, v in values.values.items()}
+    first: dict[str, int] = {}
+    for i, sp in enumerate(specs):
+        first.setdefault(sp.column, i)
+    return sorted(specs, key=lambda sp: (rank.get(sp.column, 0), first[sp.column]))
 
 
 def _check(table: str, row: Mapping[str, Any], values: DistinctValues,

@@ -1,0 +1,53 @@
+"""A text column that several tables share is checked once, on the union of their distinct
+values (issue 19): each table still gets its own outcome, counts and example rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from riskcore.data import ColumnType, Roles
+from riskcore.gate import gx_helper
+from riskcore.gate.cleanliness import validate_tables
+
+ROLES = Roles(("region",), sensitive=("diagnosis",), household="household",
+              types={"household": ColumnType.INTEGER})
+
+
+def _tables() -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(7)
+    n = 300
+    original = pd.DataFrame({
+        "region": rng.choice(["north", "south"], n),
+        "household": [str(i // 2) for i in range(n)],
+        "diagnosis": rng.choice(["a", "b"], n)})
+    released = original.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    original.loc[[10, 11], "household"] = "5x"         # only in the original
+    released.loc[[4, 40, 41], "household"] = "77\x01"   # only in the release
+    original.loc[20, "region"] = "we\x02st"             # the same bad value in both
+    released.loc[[2, 8], "region"] = "we\x02st"
+    return {"original": original, "released": released}
+
+
+def _outcome(report: dict, table: str, column: str, check: str) -> dict:
+    [found] = [c for c in report["checks"] if (c["table"], c["column"], c["check"]) ==
+               (table, column, check)]
+    return found
+
+
+def test_each_table_keeps_its_own_outcome_counts_and_rows() -> None:
+    gx_helper.stop()  # in this process: the same code the helper runs
+    report = validate_tables(_tables(), ROLES).to_dict()
+    numbers, control = "values are numbers", "no control or non-printable characters"
+    ids = _outcome(report, "original", "household", numbers)
+    assert (ids["success"], ids["unexpected_count"], ids["example_rows"]) == (False, 2, [10, 11])
+    assert _outcome(report, "released", "household", numbers)["success"] is False  # "77\x01"
+    assert _outcome(report, "released", "household", numbers)["example_rows"] == [4, 40, 41]
+    assert _outcome(report, "released", "household", control)["unexpected_count"] == 3
+    # the release's bad id is in the union, but the original does not hold it
+    assert _outcome(report, "original", "household", control)["success"] is True
+    assert _outcome(report, "original", "household", control)["unexpected_count"] == 0
+    # the same bad value in both tables: each its own rows
+    assert _outcome(report, "original", "region", control)["example_rows"] == [20]
+    assert _outcome(report, "released", "region", control)["example_rows"] == [2, 8]
+    assert _outcome(report, "original", "diagnosis", control)["success"] is True

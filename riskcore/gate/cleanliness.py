@@ -475,12 +475,18 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
                 values, labels = by_name[member.table]
                 found[(member.table, _row_key(mine))] = _check(member.table, mine, values,
                                                                labels)
-    results = [found[(table, sp.key)] for table, values, specs in tables
-               for sp in _in_frame_order(values, specs) if (table, sp.key) in found]
+    results = [found.get((table, sp.key)) or _no_result(table, sp)
+               for table, values, specs in tables for sp in _in_frame_order(values, specs)]
     results.extend(_preconditions(frames, roles, types))
     return CleanlinessReport(checks=tuple(results),
                              declared_types={k: v.value for k, v in types.items()},
                              gx_start_wait=waited)
+
+
+def _no_result(table: str, spec: Spec) -> CheckResult:
+    """A check Great Expectations gave no result for fails (closed), saying so."""
+    return CheckResult(table=table, check=spec.label, column=spec.column, success=False,
+                       detail="Great Expectations returned no result for this check")
 
 
 def _row_key(row: Mapping[str, Any]) -> tuple[str, str, Any]:

@@ -51,3 +51,20 @@ def test_each_table_keeps_its_own_outcome_counts_and_rows() -> None:
     assert _outcome(report, "original", "region", control)["example_rows"] == [20]
     assert _outcome(report, "released", "region", control)["example_rows"] == [2, 8]
     assert _outcome(report, "original", "diagnosis", control)["success"] is True
+
+
+def test_a_check_without_a_result_fails_closed(monkeypatch) -> None:
+    """Fault injection: Great Expectations' answer lacks a check's result."""
+    from riskcore.gate import cleanliness
+
+    real = cleanliness._run_suites
+
+    def lossy(jobs):  # type: ignore[no-untyped-def]
+        suites, waited = real(jobs)
+        return [rows[:-1] for rows in suites], waited
+
+    gx_helper.stop()
+    monkeypatch.setattr(cleanliness, "_run_suites", lossy)
+    report = validate_tables(_tables(), ROLES)
+    lost = [c for c in report.checks if "returned no result" in c.detail]
+    assert lost and not any(c.success for c in lost) and not report.success

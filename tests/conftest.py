@@ -5,6 +5,7 @@ moto's S3 server."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -28,7 +29,8 @@ def _free_port() -> int:
 # from the environment once, and threads do not inherit a temporary settings context. The
 # server itself starts on first use (the prefect_server fixture).
 # (this module is also imported as ``tests.conftest``: the second import keeps the first's API)
-if "RISKGATE_TEST_PREFECT_PORT" not in os.environ:
+_MADE_HOME = "RISKGATE_TEST_PREFECT_PORT" not in os.environ
+if _MADE_HOME:
     os.environ["RISKGATE_TEST_PREFECT_PORT"] = str(_free_port())
     # its SQLite database in memory-backed storage where there is one: a checkpoint's fsync on
     # a busy virtual disk holds the database's write lock, and every request waits for it
@@ -107,6 +109,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                                     f"errors of {len(lines)} lines ({SERVER_LOG})")
     for line in notable[-25:]:
         terminalreporter.write_line(line[:300])
+
+
+def pytest_unconfigure(config: Any) -> None:
+    """The suite's Prefect home (its database, in memory-backed /dev/shm) goes with the run
+    that made it, after its server has stopped and its warnings have been printed."""
+    if _MADE_HOME:
+        shutil.rmtree(PREFECT_HOME_DIR, ignore_errors=True)
 
 
 free_port = _free_port

@@ -12,6 +12,12 @@ process before the config's imports (pydantic, pandas) have run.
 from __future__ import annotations
 
 from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time the names load on first use
+    from .config import Gate, GateConfig, load_config, load_gate
+    from .policy import Decision, Policy, Verdict, decide, load_policy
+    from .run import LocalSteps, RunOutcome, Steps, run_gate
 
 #: public name -> module that defines it
 _API = {
@@ -22,11 +28,18 @@ _API = {
 }
 
 
-def __getattr__(name: str) -> object:
+__all__ = ["Decision", "Gate", "GateConfig", "LocalSteps", "Policy", "RunOutcome", "Steps",
+           "Verdict", "decide", "load_config", "load_gate", "load_policy", "run_gate"]
+
+
+def __getattr__(name: str) -> Any:
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'riskcore.gate' has no attribute '{name}'")
-    return getattr(import_module(f".{module}", __name__), name)
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 
-__all__ = sorted(_API)
+def __dir__() -> list[str]:
+    return __all__

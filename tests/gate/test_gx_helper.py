@@ -82,3 +82,21 @@ def test_a_dead_helper_falls_back_to_this_process_with_the_same_checks():
 def _one_helper_per_test():
     yield
     gx_helper.stop()
+
+
+def test_starting_the_helper_loads_no_data_library() -> None:
+    """The CLI starts the helper before anything else: importing it must not pull in pandas
+    (or the config's pydantic models), whose import is what the helper is meant to overlap."""
+    import subprocess
+    import sys
+
+    code = ("import sys, riskcore.gate.gx_helper; "
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'pydantic', 'riskcore.gate.config') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
+    import riskcore.gate as gate
+
+    assert sorted(gate.__all__) == sorted(gate._API)
+    assert all(getattr(gate, name) is not None for name in gate.__all__)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from riskcore.errors import ConfigError
+from riskcore.processes import wait_or_kill
 
 #: flags for a closed network and a root user (seed of the browser test: issue 6)
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu",
@@ -201,11 +202,7 @@ class _Pipe:
                                          ).encode() + b"\0")
         except OSError:
             pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc, 10)
         for fd in (self._w, self._r):
             try:
                 os.close(fd)

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from riskcore.errors import RiskgateError
+from riskcore.processes import wait_or_kill
 
 STARTUP_TIMEOUT_S = 240.0
 HEALTH_TIMEOUT_S = 5.0
@@ -121,11 +122,7 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
             yield url
         finally:
             proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            wait_or_kill(proc, 10)
 
 
 @contextmanager

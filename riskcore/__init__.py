@@ -14,8 +14,9 @@ the data libraries.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
+
+from .lazy import load_name
 
 __version__ = "0.2.0"
 
@@ -38,12 +39,7 @@ __all__ = sorted(_API) + ["__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    module = _API.get(name)
-    if module is None:
-        raise AttributeError(f"module 'riskcore' has no attribute '{name}'")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    return load_name(__name__, _API, globals(), name)
 
 
 def __dir__() -> list[str]:

@@ -110,9 +110,8 @@ def infinite_rows(series: pd.Series) -> np.ndarray:
     candidates = np.flatnonzero(maybe)
     if candidates.size == 0:
         return np.empty(0, dtype=np.int64)
-    parsed = pd.to_numeric(pd.Series(np.asarray(uniques, dtype=object)[candidates],
-                                     dtype=object), errors="coerce"
-                           ).to_numpy(dtype=float, na_value=np.nan)
+    parsed = number_series(pd.Series(np.asarray(uniques, dtype=object)[candidates],
+                                     dtype=object)).to_numpy()
     infinite = candidates[np.isinf(parsed)]
     if infinite.size == 0:
         return np.empty(0, dtype=np.int64)
@@ -132,11 +131,12 @@ def first_seen(series: pd.Series) -> np.ndarray:
     return np.asarray(uniques, dtype=object)[order]
 
 
-def used_values(series: pd.Series) -> np.ndarray:
-    """The distinct non-missing values that occur in a column (Python objects)."""
+def used_values(series: pd.Series) -> pd.Index:
+    """The distinct non-missing values that occur in a column, in the column's own type (a
+    Categorical's unused categories left out)."""
     codes, uniques = distinct(series)
     used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(uniques)))
-    return np.asarray(uniques.take(used), dtype=object)
+    return uniques.take(used)
 
 
 def looks_numeric(series: pd.Series) -> bool:
@@ -144,11 +144,10 @@ def looks_numeric(series: pd.Series) -> bool:
     matches :data:`NUMBER_PATTERN`); each distinct value is tested once."""
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return True
-    codes, uniques = distinct(series)
-    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(uniques)))
-    if used.size == 0:
+    values = used_values(series)
+    if len(values) == 0:
         return False
-    return bool(_as_text(uniques.take(used), series.dtype).str.match(_NUMBER).all())
+    return bool(_as_text(values, series.dtype).str.match(_NUMBER).all())
 
 
 def _as_text(values: pd.Index, dtype: object) -> pd.Series:

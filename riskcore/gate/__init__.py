@@ -11,8 +11,9 @@ process before the config's imports (pydantic, pandas) have run.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from ..lazy import load_name
 
 if TYPE_CHECKING:  # what type checkers see; at run time the names load on first use
     from .config import Gate, GateConfig, load_config, load_gate
@@ -33,12 +34,7 @@ __all__ = ["Decision", "Gate", "GateConfig", "LocalSteps", "Policy", "RunOutcome
 
 
 def __getattr__(name: str) -> Any:
-    module = _API.get(name)
-    if module is None:
-        raise AttributeError(f"module 'riskcore.gate' has no attribute '{name}'")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    return load_name(__name__, _API, globals(), name)
 
 
 def __dir__() -> list[str]:

@@ -511,8 +511,7 @@ def _check(table: str, row: Mapping[str, Any], values: DistinctValues,
            labels: Mapping[tuple[str, str, Any], str]) -> CheckResult:
     """One GX result as a CheckResult, counts and example rows in the table's rows."""
     col, kind = row["column"], row["type"]
-    cls_name = "".join(p.capitalize() for p in kind.split("_"))
-    label = labels.get((cls_name, col, row["regex"]), kind)
+    label = labels.get(_row_key(row), kind)
     count, rows = 0, np.empty(0, dtype=np.int64)
     if col in values.codes and row["index"] is not None:
         count, rows = values.rows(col, row["index"])

@@ -31,6 +31,8 @@ import time
 from collections.abc import Sequence
 from typing import IO, Any
 
+from ..processes import wait_or_kill
+
 log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("!Q")
@@ -109,11 +111,7 @@ class Helper:
                     stream.close()
             except OSError:
                 pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc, 5)
 
 
 _LOCK = threading.Lock()

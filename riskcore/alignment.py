@@ -36,6 +36,9 @@ __all__ = ["Alignment", "ColumnAlignment", "align_column", "align_tables", "read
 
 MAX_HIERARCHY_BYTES = 256 * 2**20
 
+#: a label whose stars (if any) all come last: "12*", "1***"
+_TRAILING_STARS = re.compile(r"[^*]*+\**+")
+
 
 @dataclass(frozen=True)
 class ColumnAlignment:
@@ -218,7 +221,7 @@ def _detect(original: pd.Series, labels: Sequence[str]) -> str | None:
         return None
     if len(masked) == len(labels):
         return "mask"
-    trailing_only = all(re.fullmatch(r"[^*]*\**", lab) for lab in labels)
+    trailing_only = all(_TRAILING_STARS.fullmatch(lab) for lab in labels)
     return "mask" if trailing_only and len(masked) >= 0.5 * len(labels) else None
 
 

@@ -68,6 +68,69 @@ def exact_matches(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return in_b[ids[: len(a)]], in_a[ids[len(a):]]
 
 
+#: a control overlapping the original more than chance by at most this share still passes
+CONTROL_OVERLAP_MARGIN = 0.01
+#: one-sided significance level of the control-overlap test
+CONTROL_OVERLAP_ALPHA = 0.001
+
+
+@dataclass(frozen=True)
+class ControlOverlap:
+    """How many control rows equal an original row, against what independent samples give.
+
+    ``expected`` is the share of original rows equal to another original row (leave-one-out:
+    a row drawn from the same population as the original meets a copy of itself among the
+    original's other rows at that rate, so two disjoint halves of one sample coincide on it).
+    ``z`` is the one-sided two-proportion statistic of ``share`` over ``expected``; the
+    overlap is ``excessive`` when the excess is above :data:`CONTROL_OVERLAP_MARGIN` and its
+    p-value below :data:`CONTROL_OVERLAP_ALPHA`.
+    """
+
+    overlapping: int
+    n_control: int
+    share: float
+    expected: float
+    z: float
+    p_value: float
+
+    @property
+    def excess(self) -> float:
+        return self.share - self.expected
+
+    @property
+    def excessive(self) -> bool:
+        return self.excess > CONTROL_OVERLAP_MARGIN and self.p_value < CONTROL_OVERLAP_ALPHA
+
+    def describe(self, n_columns: int) -> str:
+        return (f"{self.overlapping} of {self.n_control} control rows ({self.share:.1%}) equal an "
+                f"original row on the {n_columns} shared column(s); independent samples of this "
+                f"data coincide on {self.expected:.1%} (original rows repeated within it), an "
+                f"excess of {self.excess * 100:+.1f} points (z = {self.z:.1f}, one-sided p = "
+                f"{self.p_value:.2g}; rejected above {CONTROL_OVERLAP_MARGIN:.0%} with p < "
+                f"{CONTROL_OVERLAP_ALPHA:g})")
+
+
+def control_overlap_test(control_codes: np.ndarray, original_codes: np.ndarray
+                         ) -> tuple[ControlOverlap, np.ndarray]:
+    """The control-overlap test on two code matrices over the same columns, and the control
+    rows that equal an original row."""
+    from scipy.stats import norm
+
+    n_c, n_o = len(control_codes), len(original_codes)
+    ids, u = group_rows(np.vstack([control_codes, original_codes]))
+    in_original = np.zeros(u, dtype=bool)
+    in_original[ids[n_c:]] = True
+    hits = np.flatnonzero(in_original[ids[:n_c]])
+    repeats = np.bincount(ids[n_c:], minlength=u)[ids[n_c:]] >= 2
+    share = hits.size / n_c if n_c else 0.0
+    expected = float(repeats.mean()) if n_o else 0.0
+    se = np.sqrt(share * (1 - share) / max(n_c, 1) + expected * (1 - expected) / max(n_o, 1))
+    diff = share - expected
+    z = float(diff / se) if se > 0 else (np.inf if diff > 0 else 0.0)
+    return (ControlOverlap(int(hits.size), n_c, float(share), expected, z, float(norm.sf(z))),
+            hits)
+
+
 def count_records(mask: np.ndarray, multiplicity: np.ndarray | None = None) -> int:
     """Records whose row satisfies ``mask`` (each row counts its multiplicity)."""
     if multiplicity is None:

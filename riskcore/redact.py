@@ -26,14 +26,22 @@ SECRET_KEY = re.compile(
     r"(secret|passw|pwd|passphrase|token|credential|private|api_?key|access_?key|session_?key|"
     r"account_?key|auth|signature|cookie|sas_?token|connection_?string|^key$)",
     re.IGNORECASE)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: keys that look like secrets by the pattern but are not
 NOT_SECRET = frozenset({"author", "authors"})
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<info>[^/@\s'\"]+)@")
-_KEY_VALUE = re.compile(
-    r"(?P<key>[A-Za-z0-9_\-]*(?:secret_?(?:access_?)?key|client_?secret|passw|pwd|token|"
-    r"credential|api_?key|access_?key|session_?key|account_?key|signature)[A-Za-z0-9_\-]*)"
-    r"(?P<sep>\s*[=:]\s*['\"]?)"
-    r"(?P<value>[^\s'\",;&}]+)", re.IGNORECASE)
+# Every pattern here runs in linear time on any text (issue 27): a match may start only where
+# a word starts (a look-behind), every repeat is possessive or bounded, so no start position
+# rescans what an earlier one covered.
+_URL_USERINFO = re.compile(
+    r"(?<![A-Za-z0-9+.\-])(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]{0,31}://)(?P<info>[^/@\s'\"]++)@")
+_WORD = "A-Za-z0-9_\\-"
+#: secret-looking key names: the key is the whole word that holds one of these
+_SECRET_WORD = re.compile(
+    r"secret_?(?:access_?)?key|client_?secret|passw|pwd|token|credential|api_?key|access_?key|"
+    r"session_?key|account_?key|signature", re.IGNORECASE)
+_WORD_REST = re.compile(rf"[{_WORD}]*+")
+_SEPARATOR = re.compile(r"(?<!\s)\s*+[=:]\s*+['\"]?")
+_VALUE = re.compile(r"[^\s'\",;&}]++")
 _AWS_KEY_ID = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")
 #: environment variables whose values are credentials
 CREDENTIAL_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID",
@@ -47,7 +55,7 @@ _lock = threading.RLock()  # register() recurses into nested values
 
 def _normal(key: str) -> str:
     """camelCase and dashes to snake case: sessionKey -> session_key."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).replace("-", "_").lower()
+    return _CAMEL.sub("_", key).replace("-", "_").lower()
 
 
 def is_secret_key(key: object) -> bool:
@@ -127,13 +135,42 @@ def _register_environment() -> None:
     register(os.environ.get(name) for name in CREDENTIAL_ENV)
 
 
+def _mask_key_values(text: str) -> str:
+    """``key = value`` pairs whose key word holds a secret-looking name, with the value masked.
+
+    Linear in the text: each secret-looking name is found once, the word around it is read
+    once (later names inside the same word or value are skipped), so a long word-like text or
+    one name repeated a million times costs one pass."""
+    parts: list[str] = []
+    done = 0  # text[:done] is settled
+    at = 0  # the next search starts here, after the last word read (no word spans it)
+    while (hit := _SECRET_WORD.search(text, at)) is not None:
+        start = hit.start()
+        word_start = at + len(text[at:start].rstrip(_WORD_CHARS))
+        word = _WORD_REST.match(text, hit.end())
+        word_end = word.end() if word else hit.end()
+        sep = _SEPARATOR.match(text, word_end)
+        value = _VALUE.match(text, sep.end()) if sep else None
+        if sep is None or value is None:
+            at = word_end
+            continue
+        parts.append(text[done:word_start])
+        parts.append(f"{text[word_start:sep.end()]}{MASK}")
+        done = at = value.end()
+    parts.append(text[done:])
+    return "".join(parts)
+
+
+_WORD_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
+
 def redact_text(text: str) -> str:
     """The text with URL userinfo, secret key=value pairs, key ids and known secrets masked."""
     if not text:
         return text
     _register_environment()
     out = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
-    out = _KEY_VALUE.sub(lambda m: f"{m.group('key')}{m.group('sep')}{MASK}", out)
+    out = _mask_key_values(out)
     out = _AWS_KEY_ID.sub(MASK, out)
     with _lock:
         known = sorted(_known, key=len, reverse=True)

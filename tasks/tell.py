@@ -20,6 +20,7 @@ from riskcore.redact import redact, redact_text
 
 VERDICT_EVENT = "riskgate.release.{verdict}"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_NOT_KEY = re.compile(r"[^a-z0-9-]++")
 
 
 def md(text: Any) -> str:
@@ -37,7 +38,7 @@ def number(value: Any) -> str:
 
 
 def artifact_key(release_id: str, suffix: str) -> str:
-    base = re.sub(r"[^a-z0-9-]+", "-", release_id.lower()).strip("-") or "release"
+    base = _NOT_KEY.sub("-", release_id.lower()).strip("-") or "release"
     return f"riskgate-{base}-{suffix}"[:100]
 
 

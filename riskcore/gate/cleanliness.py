@@ -33,7 +33,7 @@ from ..data import (
     looks_numeric,
     map_distinct,
 )
-from ..equivalence import exact_matches
+from ..equivalence import control_overlap_test
 from ..results import Record
 from .tables import REPLACEMENT_CHAR
 
@@ -527,7 +527,6 @@ def _check(table: str, row: Mapping[str, Any], values: DistinctValues,
                        example_rows=tuple(int(i) for i in rows), detail=detail)
 
 
-MAX_CONTROL_OVERLAP = 0.01
 
 
 def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
@@ -568,21 +567,18 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
                             detail=f"numeric ({typ.value}) in the original, text here"))
     control = frames.get("control")
     if control is not None and original is not None:
-        cols = [c for c in roles.measured_columns if c in control.columns and c in
-                original.columns]
+        cols = [c for c in control.columns if c in original.columns]
         if cols:
             codes_orig, codes_ctrl = _text_codes(original, control, cols)
-            overlap = np.flatnonzero(exact_matches(codes_ctrl, codes_orig)[0])
+            test, overlap = control_overlap_test(codes_ctrl, codes_orig)
             out.append(CheckResult(
                 table="control", check="control rows do not overlap the original",
-                column=None, success=overlap.size <= MAX_CONTROL_OVERLAP * len(control),
-                unexpected_count=int(overlap.size),
+                column=None, success=not test.excessive, unexpected_count=int(overlap.size),
                 element_count=len(control), example_rows=tuple(overlap[:MAX_EXAMPLE_ROWS].tolist()),
                 source="riskgate",
-                detail=(f"{overlap.size} control row(s) equal an original row on the measured "
-                        f"columns (tolerance {MAX_CONTROL_OVERLAP:.0%}, for duplicates that real "
-                        "data holds); control rows must be held out from the original"
-                        if overlap.size else "")))
+                detail=test.describe(len(cols)) + (
+                    ": control rows must be held out from the original" if test.excessive
+                    else "")))
     return out
 
 

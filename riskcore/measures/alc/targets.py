@@ -22,8 +22,20 @@ from .inputs import ALCData
 
 _OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
         ">": operator.gt, ">=": operator.ge}
-_TOP = re.compile(r"^\s*top\s+([0-9.]+)\s*(%?)\s+(.+?)\s*$", re.IGNORECASE)
-_CLAUSE = re.compile(r"^\s*(.+?)\s*(==|!=|<=|>=|<|>)\s*(.+?)\s*$")
+# linear in the query's length: possessive repeats, the clause split at its first operator
+_TOP = re.compile(r"top\s++([0-9.]++)(?:\s*+(%))?\s++(\S.*+)", re.IGNORECASE)
+_AND = re.compile(r"(?<!\s)\s++and\s++", re.IGNORECASE)
+_OPERATOR = re.compile(r"==|!=|<=|>=|<|>")
+
+
+def _clause(clause: str) -> tuple[str, str, str] | None:
+    """(column, operator, value) of ``COLUMN OP VALUE``, split at the first operator."""
+    text = clause.strip()
+    m = _OPERATOR.search(text, 1)
+    if m is None:
+        return None
+    col, raw = text[:m.start()].strip(), text[m.end():].strip()
+    return (col, m.group(), raw) if col and raw else None
 
 
 def _check(data: ALCData, col: str) -> None:
@@ -46,7 +58,7 @@ def _numeric(data: ALCData, col: str, query: str) -> np.ndarray:
 
 def select_targets(data: ALCData, query: str) -> np.ndarray:
     """Row numbers of the original selected by ``query`` (see the module doc)."""
-    m = _TOP.match(query)
+    m = _TOP.fullmatch(query.strip())
     if m:
         amount = float(m.group(1))
         fraction = amount / 100.0 if m.group(2) == "%" else amount
@@ -59,12 +71,12 @@ def select_targets(data: ALCData, query: str) -> np.ndarray:
         cut = np.sort(x[fin])[::-1][k - 1]
         return np.flatnonzero(fin & (x >= cut))
     mask = np.ones(data.n[data.original], dtype=bool)
-    for clause in re.split(r"\s+and\s+", query.strip(), flags=re.IGNORECASE):
-        cm = _CLAUSE.match(clause)
-        if not cm:
+    for clause in _AND.split(query.strip()):
+        parts = _clause(clause)
+        if parts is None:
             raise ConfigError(f"target query: cannot read '{clause}'; write COLUMN OP VALUE "
                               "(OP: == != < <= > >=) joined by 'and', or 'top 1% COLUMN'")
-        col, op, raw = cm.groups()
+        col, op, raw = parts
         try:
             literal = shlex.split(raw)[0] if raw[:1] in "'\"" else raw
         except ValueError:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...equivalence import exact_matches, group_rows
+from ...equivalence import ControlOverlap, control_overlap_test, group_rows
 from ...errors import ConfigError, InputError
 from ...results import MeasureResult
 from ...roles import Roles
@@ -74,10 +74,11 @@ def dedup_rows(table: EncodedTable, columns: Sequence[str]) -> np.ndarray:
     return np.sort(first)
 
 
-def control_overlap(ori: EncodedTable, control: EncodedTable, columns: Sequence[str]) -> float:
-    """Share of control rows that also occur verbatim in the original (over ``columns``)."""
-    in_ori, _ = exact_matches(control.codes(list(columns)), ori.codes(list(columns)))
-    return float(in_ori.mean()) if control.n else 0.0
+def control_overlap(ori: EncodedTable, control: EncodedTable, columns: Sequence[str]
+                    ) -> ControlOverlap:
+    """The control-overlap test over ``columns``: control rows that also occur verbatim in the
+    original, against the rate at which the original repeats itself (independent samples)."""
+    return control_overlap_test(control.codes(list(columns)), ori.codes(list(columns)))[0]
 
 
 def sample_rows(rng: np.random.Generator, n_rows: int, n: int) -> np.ndarray:
@@ -85,16 +86,16 @@ def sample_rows(rng: np.random.Generator, n_rows: int, n: int) -> np.ndarray:
     return rng.choice(n_rows, size=n, replace=False)
 
 
-def overlap_warning(ori: EncodedTable, control: EncodedTable | None, columns: Sequence[str],
-                    tolerance: float = 0.01) -> list[str]:
-    """A warning when the control table shares rows with the original (it must be held out)."""
+def overlap_warning(ori: EncodedTable, control: EncodedTable | None, columns: Sequence[str]
+                    ) -> list[str]:
+    """A warning when the control table shares more rows with the original than independent
+    samples would (it must be held out)."""
     if control is None:
         return []
-    share = control_overlap(ori, control, columns)
-    if share > tolerance:
-        return [f"{share:.1%} of the control rows also occur in the original over the attack "
-                "columns; the control set must be records held out of the release, otherwise "
-                "the risk is under-estimated"]
+    test = control_overlap(ori, control, columns)
+    if test.excessive:
+        return [test.describe(len(columns)) + "; the control set must be records held out of "
+                "the release, otherwise the risk is under-estimated"]
     return []
 
 

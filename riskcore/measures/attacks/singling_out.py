@@ -15,8 +15,14 @@ table (control attack). Queries are conjunctions of predicates over encoded colu
   drawn from the column's released values and a random operator.
 * Control-size correction (Cohen & Nissim): the number of queries singling out in subsamples of
   the control table (10 sizes from min(1000, N) to N, 5 repeats) is fitted with
-  f(n) = norm ((1 - (n w + 1)(1 - w)^n) / (n + 1)), and the control count is scaled by
-  f(len(original)) / f(len(control)).
+  f(n) = norm ((1 - (n w + 1)(1 - w)^n) / (n + 1)), giving the factor
+  f(len(original)) / f(len(control)). anonymeter 1.1.0 fits the same model to the number of
+  queries instead of the number that single out (its ``_measure_queries_success`` takes the
+  length of the per-query counts), a flat line whose fit gives, up to curve_fit's tolerance,
+  (len(control) + 1) / (len(original) + 1) whatever the data. A gate may be stricter than the
+  reference, never laxer: the factor applied is the smaller of the two (a smaller control count
+  means a higher risk), and the details give both (``control_size_correction_fitted``,
+  ``control_size_correction_reference``) and the raw count (``n_control_raw``).
 All tables are deduplicated first. Every random step draws from one seeded generator.
 """
 
@@ -379,6 +385,16 @@ def _model(x, w_eff, norm):
     return norm * _probability_integral(x, w_eff)
 
 
+def reference_size_correction(n_control: int, n_target: int) -> float:
+    """The factor anonymeter 1.1.0 applies: (n_control + 1) / (n_target + 1).
+
+    Its fit sees one flat line (every subsample "succeeds" on every query), which the model
+    norm (1 - (n w + 1)(1 - w)^n) / (n + 1) meets with n w >> 1, i.e. norm / (n + 1); the ratio
+    is then this, independent of the data (measured against the package: 0.24996 for its adults
+    control and original, this formula 0.24969)."""
+    return (n_control + 1.0) / (n_target + 1.0)
+
+
 def _size_correction(control: _Arrays, queries: list[Query], n_target: int,
                      rng: np.random.Generator) -> tuple[float, str | None]:
     """f(n_target)/f(len(control)) fitted on control subsamples (SPEC 5), or 1 with a reason."""
@@ -455,14 +471,16 @@ def singling_out(
     base_q = _baseline_queries(syn, n_attacks, n_cols_eff, rng)
     n_base = sum(count_matches(ori, q) == 1 for q in base_q)
     control_rate = None
-    n_control = None
-    correction = None
+    n_control = n_control_raw = None
+    correction = fitted = reference = None
     if ctrl is not None:
-        n_control = float(sum(count_matches(ctrl, q) == 1 for q in queries))
+        n_control = n_control_raw = float(sum(count_matches(ctrl, q) == 1 for q in queries))
         if ctrl.n != ori.n:
-            correction, why = _size_correction(ctrl, queries, ori.n, rng)
+            fitted, why = _size_correction(ctrl, queries, ori.n, rng)
             if why:
                 warnings.append(why)
+            reference = reference_size_correction(ctrl.n, ori.n)
+            correction = min(fitted, reference)  # the stricter: never laxer than the reference
             n_control = min(float(n_attacks), n_control * correction)
         control_rate = wilson(n_control, n_attacks)
     examples = [" AND ".join(f"{cols[j]} {OP_NAMES[op]}" for j, op, _ in q) for q in queries[:5]]
@@ -471,7 +489,14 @@ def singling_out(
         n_attacks=n_attacks, n_achieved=len(queries),
         parameters={"mode": mode, "n_cols": n_cols_eff, "columns": cols, "seed": seed,
                     "max_attempts": max_attempts},
-        details={"control_size_correction": correction, "attempts": attempts,
+        details={"control_size_correction": correction,
+                 "control_size_correction_fitted": fitted,
+                 "control_size_correction_reference": reference,
+                 "control_size_correction_rule": (
+                     "the smaller of the Cohen-Nissim fit on control subsamples and anonymeter "
+                     "1.1.0's factor (n_control + 1) / (n_original + 1): never laxer than the "
+                     "reference"),
+                 "n_control_raw": n_control_raw, "attempts": attempts,
                  "deduplicated_rows": {"original": ori.n, "released": syn.n,
                                        "control": None if ctrl is None else ctrl.n},
                  "example_query_shapes": examples},

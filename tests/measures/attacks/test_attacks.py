@@ -217,7 +217,7 @@ from riskcore.measures.attacks.linkability import linkability
 from riskcore.results import to_jsonable
 d = sys.argv[1]
 ori = pd.read_csv(d + "/adults_train_reconstructed.csv").iloc[:6000].reset_index(drop=True)
-ctl = pd.read_csv(d + "/adults_control.csv").iloc[:3000].reset_index(drop=True)
+ctl = pd.read_csv(d + "/adults_control.csv").iloc[:6000].reset_index(drop=True)
 rng = np.random.default_rng(7)
 clean = pd.DataFrame({c: ori[c].to_numpy()[rng.integers(0, len(ori), len(ori))] for c in ori})
 leaky = clean.copy()
@@ -227,7 +227,7 @@ out = {}
 for name, rel in (("clean", clean), ("leaky", leaky)):
     enc = encode_attack_tables(ori, rel, ctl)
     so = singling_out(enc["original"], enc["released"], enc["control"], columns=list(ori.columns),
-                      n_attacks=300, n_cols=4, seed=11)
+                      n_attacks=500, n_cols=6, seed=11)
     li = linkability(enc["original"], enc["released"], enc["control"],
                      aux_a=["type_employer", "education", "hr_per_week", "capital_loss",
                             "capital_gain"], aux_b=["race", "sex", "fnlwgt", "age", "country"],

@@ -1,0 +1,136 @@
+"""Nothing runs superlinearly on a value's length (issue 27, items 2 and 9): every regular
+expression of riskcore, the flows and the tasks, fed adversarial strings of 32 KB and 64 KB
+(a quadratic pattern shows from a few KB: the redaction's took 4.7 s at 5,000 characters and
+10.6 s at 10,000), and ``redact()``, which sees whole documents, at 1 MB and 2 MB. Doubling the
+input must not quadruple the time (a ratio within one run; never an absolute time)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import time
+from collections.abc import Callable
+
+import pytest
+
+import riskcore
+from riskcore.redact import redact
+
+MB = 1 << 20
+
+#: adversarial shapes: one letter repeated, separators, URL-like and key=value-like text
+SHAPES: dict[str, Callable[[int], str]] = {
+    "letters": lambda n: "a" * n,
+    "digits": lambda n: "1" * n,
+    "spaces-then-letter": lambda n: " " * n + "x",
+    "word-spaces": lambda n: "a " * (n // 2),
+    "equals": lambda n: "=" * n,
+    "colons": lambda n: ": " * (n // 2),
+    "dashes": lambda n: "1-" * (n // 2),
+    "stars": lambda n: "*a" * (n // 2),
+    "url-like": lambda n: "s3://" * (n // 5),
+    "long-url": lambda n: "https://" + "a" * n,
+    "scheme-run": lambda n: "a" * n + "://x@",
+    "key-value": lambda n: "token=" * (n // 6),
+    "secret-words": lambda n: "password" * (n // 8),
+    "secret-then-spaces": lambda n: "token" + " " * n + "x",
+    "pairs": lambda n: "k=v " * (n // 4),
+    "brackets": lambda n: "[1," * (n // 3),
+    "and-clauses": lambda n: "a == 1 and " * (n // 11),
+    "top": lambda n: "top 1 %" + " " * n + "x ",
+}
+
+
+def _patterns() -> list[tuple[str, re.Pattern[str]]]:
+    """Every compiled pattern held by a module of riskcore, riskgate.flows or riskgate.tasks."""
+    import riskgate.flows
+    import riskgate.tasks
+
+    found: dict[int, tuple[str, re.Pattern[str]]] = {}
+    for package in (riskcore, riskgate.flows, riskgate.tasks):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if info.name.endswith("__main__"):
+                continue
+            module = importlib.import_module(info.name)
+            for name, value in vars(module).items():
+                if isinstance(value, re.Pattern) and isinstance(value.pattern, str):
+                    found.setdefault(id(value), (f"{info.name}.{name}", value))
+                elif isinstance(value, tuple):  # e.g. generalization's (pattern, kind) table
+                    for i, item in enumerate(value):
+                        inner = item[0] if isinstance(item, tuple) and item else item
+                        if isinstance(inner, re.Pattern) and isinstance(inner.pattern, str):
+                            found.setdefault(id(inner), (f"{info.name}.{name}[{i}]", inner))
+    return sorted(found.values(), key=lambda item: item[0])
+
+
+PATTERNS = _patterns()
+
+
+def _seconds(fn: Callable[[str], object], text: str) -> float:
+    t0 = time.perf_counter()
+    fn(text)
+    return time.perf_counter() - t0
+
+
+def _ratio(fn: Callable[[str], object], make: Callable[[int], str], n: int) -> float | None:
+    """Time at 2n over time at n (the better of two tries when it looks high), or None when
+    both are too short to time."""
+    small, large = make(n), make(2 * n)
+    ratio = None
+    for _ in range(2):
+        t_small, t_large = _seconds(fn, small), _seconds(fn, large)
+        if t_large < 0.005:  # below timer and scheduler noise a ratio means nothing
+            return None
+        ratio = t_large / max(t_small, 1e-4) if ratio is None else min(
+            ratio, t_large / max(t_small, 1e-4))
+        if ratio <= 3.0:
+            break
+    return ratio
+
+
+def _growth(fn: Callable[[str], object], n: int) -> dict[str, float]:
+    """Per shape, the growth from n to 2n characters (shapes too fast to time are skipped);
+    a shape already superlinear from n / 16 is reported from there."""
+    out = {}
+    for shape, make in SHAPES.items():
+        first = _ratio(fn, make, n // 16)
+        if first is not None and first > 3.0:
+            out[shape] = first
+            continue
+        ratio = _ratio(fn, make, n)
+        if ratio is not None:
+            out[shape] = ratio
+    return out
+
+
+def test_the_project_has_patterns_to_check():
+    names = [name for name, _ in PATTERNS]
+    assert len(PATTERNS) >= 15, names
+    assert any("redact" in n for n in names) and any("generalization" in n for n in names)
+
+
+@pytest.mark.parametrize("name,pattern", PATTERNS, ids=[n for n, _ in PATTERNS])
+def test_every_pattern_is_linear(name, pattern):
+    def scan(text: str) -> None:  # every start position, the first one included
+        for _ in pattern.finditer(text):
+            pass
+
+    slow = {shape: ratio for shape, ratio in _growth(scan, 32 * 1024).items() if ratio > 3.0}
+    assert not slow, f"{name} ({pattern.pattern!r}) grows superlinearly: {slow}"
+
+
+def test_redact_is_linear():
+    slow = {shape: ratio for shape, ratio in _growth(lambda t: redact({"v": t}), MB).items()
+            if ratio > 3.0}
+    assert not slow, slow
+
+
+def test_redaction_still_masks_what_it_did():
+    text = ("url=https://x/?token=abc&b=1 s3://AKIAABCDEFGHIJKLMNOP:pw@bucket/k "
+            "my_password : 'hunter2' tokentoken=zz x=password=q")
+    out = redact(text)
+    for secret in ("abc", "AKIAABCDEFGHIJKLMNOP", "pw@", "hunter2", "zz", "=q"):
+        assert secret not in out, (secret, out)
+    assert "url=https://x/?token=***&b=1" in out and "s3://***@bucket/k" in out
+    assert redact("a token without a value, tokens: none") == "a token without a value, tokens: ***"

@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 from prefect import flow, get_run_logger
-from prefect.exceptions import MissingResult
+from prefect.exceptions import MissingResult, TerminationSignal
 from prefect.futures import wait
 from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
@@ -46,6 +46,7 @@ from riskcore.gate.trigger import (
     payload_sha256,
 )
 from riskcore.measures import MeasureInputs
+from riskcore.processes import STOPPED, Terminated, leave_soon
 from riskcore.redact import install_log_redaction, redact_text
 from riskcore.results import MeasureResult
 from riskcore.storage import check_storage_options, join_url
@@ -366,11 +367,23 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
     try:
         return _gate_run(log, run_id, config, overrides, trigger, storage_options,
                          dask_address)
+    except TerminationSignal:  # SIGTERM: an ERROR decision and verdict, then Prefect's own end
+        leave_soon()
+        outcome = _fail_before_gate(Terminated(STOPPED), run_id, config, trigger, {}, {}, log)
+        try:
+            emit_verdict(outcome.to_dict(), related=_related(trigger))
+            _label_run(outcome.release_id, outcome.verdict)
+        except Exception:
+            pass
+        raise
     except Exception as exc:  # fail closed on anything unforeseen: ERROR, event, Failed
-        log.error("the gate failed: %s", redact_text(f"{type(exc).__name__}: {exc}"),
-                  exc_info=True)
-        outcome = _fail_before_gate(RiskgateError(f"unexpected {type(exc).__name__}: {exc}"),
-                                    run_id, config, trigger, {}, {}, log)
+        if isinstance(exc, Terminated):
+            failure: RiskgateError = exc
+        else:
+            log.error("the gate failed: %s", redact_text(f"{type(exc).__name__}: {exc}"),
+                      exc_info=True)
+            failure = RiskgateError(f"unexpected {type(exc).__name__}: {exc}")
+        outcome = _fail_before_gate(failure, run_id, config, trigger, {}, {}, log)
         try:
             emit_verdict(outcome.to_dict(), related=_related(trigger))
         except Exception:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .data import map_distinct, number_series
-from .errors import InputError, where
+from .errors import ConfigError, InputError, where
 from .generalization import (
     DEFAULT_MIN_COMPARABLE,
     DEFAULT_SUPPRESSED,
@@ -31,6 +31,7 @@ from .generalization import (
     TopCodeSpec,
     parse_interval,
 )
+from .redact import redact_text
 
 __all__ = ["Alignment", "ColumnAlignment", "align_column", "align_tables", "read_hierarchy"]
 
@@ -170,21 +171,56 @@ def _map_mask(values: pd.Series, labels: Sequence[str], mask: str) -> pd.Series:
 def read_hierarchy(url: str, storage_options: Mapping[str, Any] | None, col: str
                    ) -> dict[str, list[str]]:
     """An ARX hierarchy: original value -> its labels, finest level first."""
-    import io
 
     from .storage import read_bytes
 
     raw = read_bytes(url, storage_options, max_bytes=MAX_HIERARCHY_BYTES,
                      what=f"hierarchy of column '{col}'",
                      too_large="an ARX hierarchy file should be far smaller").data
-    frame = pd.read_csv(io.BytesIO(raw), sep=";", header=None, dtype=str, keep_default_na=False,
-                        engine="python")
-    if frame.shape[1] < 2:
-        raise InputError(f"hierarchy of column '{col}' ('{url}') has fewer than two columns; "
-                         "an ARX hierarchy is ';'-separated: the original value, then one "
-                         "column per level")
-    return {str(r[0]).strip(): [str(v).strip() for v in r[1:]]
-            for r in frame.itertuples(index=False, name=None)}
+    return parse_hierarchy(raw, f"hierarchy of column '{col}' ('{redact_text(url)}')")
+
+
+def parse_hierarchy(raw: bytes, what: str) -> dict[str, list[str]]:
+    """An ARX hierarchy's rows: ``value;level1;level2;...``, UTF-8, every row as long as the
+    first, every value once. Each defect is one InputError naming ``what``, the row and the
+    fix (a value under two parents would otherwise silently take the last row)."""
+    import csv
+    import io
+
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+                         ) from None
+    if "\x00" in text:
+        raise InputError(f"{what} holds a NUL byte; an ARX hierarchy is ';'-separated text")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=";", strict=True)
+    try:
+        rows = [(reader.line_num, r) for r in reader if any(cell.strip() for cell in r)]
+    except csv.Error as exc:
+        raise InputError(f"{what}: line {reader.line_num} cannot be read ({exc}); write "
+                         "';'-separated values, quoting a value that holds ';' or '\"'") from None
+    if not rows:
+        raise InputError(f"{what} is empty; write one row per original value: the value, then "
+                         "one ';'-separated label per level")
+    first_line, width = rows[0][0], len(rows[0][1])
+    if width < 2:
+        raise InputError(f"{what} has fewer than two columns; an ARX hierarchy is "
+                         "';'-separated: the original value, then one column per level")
+    levels: dict[str, list[str]] = {}
+    first_row: dict[str, int] = {}
+    for number, row in rows:
+        if len(row) != width:
+            raise InputError(f"{what}: line {number} has {len(row)} field(s), line {first_line} "
+                             f"has {width}; give every value one label per level")
+        value = row[0].strip()
+        if value in first_row:
+            raise InputError(f"{what}: line {number} repeats the value of line "
+                             f"{first_row[value]} (a value under two parents); keep one line "
+                             "per value")
+        first_row[value] = number
+        levels[value] = [v.strip() for v in row[1:]]
+    return levels
 
 
 def _map_hierarchy(values: pd.Series, labels: Sequence[str], levels: dict[str, list[str]],
@@ -229,6 +265,37 @@ def _released_labels(released_text: pd.Series, tokens: Sequence[str]) -> list[st
     return [v for v in pd.unique(released_text) if isinstance(v, str) and v not in tokens]
 
 
+#: a suppression token may stand for at most this share of a column's released cells
+MAX_SUPPRESSED_SHARE = 0.5
+
+
+def check_suppression_tokens(col: str, released_text: pd.Series, original: pd.Series | None,
+                             tokens: Sequence[str], suppressed: float) -> None:
+    """A suppression token ("any value") must be a placeholder, not data: one that is a value
+    of the column in the original, or that stands for more than half of the column's released
+    cells, would make every quasi-identifier cell match anything and hide the risk (issue 27:
+    listing the release's real labels turned a REJECTED release into APPROVED). ConfigError
+    naming the token, the column and the share."""
+    if not tokens:
+        return
+    if original is not None:
+        present = pd.Index(pd.unique(_text(original).dropna().astype(str)))
+        real = [t for t in tokens if t in present]
+        if real:
+            raise ConfigError(
+                f"suppressed: the token '{real[0]}' is a value of column '{col}' in the "
+                "original, so it cannot mean 'suppressed'; list only placeholders that never "
+                "occur in the data (e.g. '*')")
+    if suppressed > MAX_SUPPRESSED_SHARE:
+        counts = released_text[released_text.isin(list(tokens))].astype(str).value_counts()
+        top = str(counts.index[0]) if len(counts) else tokens[0]
+        raise ConfigError(
+            f"suppressed: the token(s) {sorted(map(str, counts.index))[:5]} cover "
+            f"{suppressed:.1%} of the released cells of column '{col}' ('{top}' the most), more "
+            f"than {MAX_SUPPRESSED_SHARE:.0%}: a column this suppressed should be dropped from "
+            "the release, or the token is a real label; list only placeholders")
+
+
 def align_column(col: str, spec: GeneralizationSpec | None, released: pd.Series,
                  others: Mapping[str, pd.Series], tokens: Sequence[str],
                  numeric: bool, storage_options: Mapping[str, Any] | None = None,
@@ -246,6 +313,7 @@ def align_column(col: str, spec: GeneralizationSpec | None, released: pd.Series,
     rel_text = _text(released)
     labels = _released_labels(rel_text, tokens)
     suppressed = float(rel_text.isin(list(tokens)).mean()) if len(rel_text) else 0.0
+    check_suppression_tokens(col, rel_text, others.get("original"), tokens, suppressed)
     how = "as is"
     kind: str | None = spec.kind if spec is not None else None
     if spec is None and "original" in others:

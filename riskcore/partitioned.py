@@ -110,11 +110,11 @@ class Partitioned:
 
 
 def is_partitioned(url: str, options: Mapping[str, Any] | None = None) -> bool:
-    """Whether ``url`` names a folder of Parquet files (a partitioned table). A folder without
-    any is not one: reading it says it is a directory."""
+    """Whether ``url`` names a folder (a partitioned table: :func:`discover` reads it, and
+    says what is wrong with a folder that holds no part or a stray file)."""
     fs, path = filesystem(url, options)
     try:
-        return bool(fs.isdir(path)) and bool(_files(fs, path))
+        return bool(fs.isdir(path))
     except Exception:
         return False
 
@@ -140,8 +140,14 @@ def discover(url: str, name: str, options: Mapping[str, Any] | None = None) -> P
         raise StorageError(f"{what}: cannot reach '{shown}': {redact_text(str(exc))[:300]}"
                            ) from None
     if not found:
-        raise InputError(f"{what}: '{shown}' holds no .parquet file; write the partitions "
-                         "there, or give a single file")
+        raise InputError(f"{what}: the folder '{shown}' holds no .parquet file; write the "
+                         "partitions there, or give a single file")
+    stray = _stray_files(fs, path)
+    if stray:
+        raise InputError(
+            f"{what}: '{_shown(fs, stray[0])}' in the folder '{shown}' is not a Parquet part "
+            f"of the table ({len(stray)} such file(s)); every file of a released folder is "
+            "published and must be accounted for: remove it or write it elsewhere")
     first: pa.Schema | None = None
     rows: list[int] = []
     for f in found:
@@ -173,6 +179,26 @@ def _files(fs: Any, path: str) -> list[str]:
         return [path]
     return sorted(f for f in fs.find(path) if f.endswith(".parquet")
                   and not f.rsplit("/", 1)[-1].startswith(("_", ".")))
+
+
+#: files a writer leaves beside its parts (Spark, Hadoop, Dask, Databricks): markers and
+#: metadata, never data; a name starting with one of these, or a checksum file, is accounted for
+_MARKERS = ("_SUCCESS", "_metadata", "_common_metadata", "_committed_", "_started_")
+
+
+def _stray_files(fs: Any, path: str) -> list[str]:
+    """Files in a folder that are neither parts (``*.parquet``) nor a writer's markers."""
+    if not fs.isdir(path):
+        return []
+    parts = set(_files(fs, path))
+    stray = []
+    for f in sorted(fs.find(path)):
+        base = f.rsplit("/", 1)[-1]
+        if f in parts or base.startswith(_MARKERS) or (base.startswith(".")
+                                                      and base.endswith(".crc")):
+            continue
+        stray.append(f)
+    return stray
 
 
 def folder_sha256(url: str, options: Mapping[str, Any] | None = None) -> str:
@@ -306,7 +332,10 @@ def summarize(task: PartitionTask) -> PartitionSummary:
     _refuse_non_finite(df, what)
     if task.weight:
         _refuse_bad_weights(df, task.weight, what)
-    checks = task.check(part, df) if task.check is not None else None
+    # a valid zero-row part (Spark and Dask write them) has nothing to check: its schema was
+    # checked against the first part's
+    checks = task.check(part, df) if task.check is not None and len(df) else (
+        [] if task.check is not None else None)
     counts = (distinct_rows(df, task.keys, task.sensitive, task.offset, task.weight)
               if task.keys else pd.DataFrame())
     sample = df.iloc[_sample_rows(len(df), task.sample_rate, task.seed, task.index)]

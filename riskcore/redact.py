@@ -180,6 +180,22 @@ def redact_text(text: str) -> str:
     return out
 
 
+#: characters that change how text around them is shown: C0 and C1 controls (terminal escape
+#: sequences start with ESC) and the bidirectional embeddings, overrides and isolates (an RLO in
+#: a column name reverses what follows it)
+_INVISIBLE = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20),
+                                          *range(0x7F, 0xA0))}
+_INVISIBLE.update({c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
+                                               *range(0x2066, 0x206A))})
+
+
+def visible(text: str) -> str:
+    """Text from the data as a person may safely see it: control and bidirectional-override
+    characters written as escapes (``\\x1b``, ``\\u202e``); tabs and line breaks kept. One
+    pass over the text (str.translate)."""
+    return text.translate(_INVISIBLE)
+
+
 def redact(value: Any) -> Any:
     """Redact every string in a structure (keys are kept: a key such as ``secret`` names a
     column in riskgate's documents; credentials under such keys are refused on input)."""

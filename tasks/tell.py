@@ -16,7 +16,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 from prefect.events import emit_event
 
-from riskcore.redact import redact, redact_text
+from riskcore.redact import redact, redact_text, visible
 
 VERDICT_EVENT = "riskgate.release.{verdict}"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
@@ -25,7 +25,7 @@ _NOT_KEY = re.compile(r"[^a-z0-9-]++")
 
 def md(text: Any) -> str:
     """Text escaped for Markdown (a threshold ``>= 3`` stays text, not a block quote)."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+    return _MD_SPECIAL.sub(r"\\\1", visible(str(text))).replace("\n", " ")
 
 
 def number(value: Any) -> str:

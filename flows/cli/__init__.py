@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from riskcore.errors import RiskgateError
+from riskcore.processes import stop_on_sigterm
 from riskcore.redact import install_log_redaction, redact_text
 
 from . import alc, attack, config, example, gate, measure, ops, report
@@ -108,6 +109,7 @@ def run(argv: list[str] | None = None) -> NoReturn:
     needs: what Prefect still holds (run logs, events) is sent first, logs and the standard
     streams are flushed, child processes were stopped by the command itself.
     """
+    stop_on_sigterm(EXIT_ERROR)  # the console script only: not in a process that calls main()
     try:
         code = main(argv)
     except SystemExit as exc:  # usage errors and --help

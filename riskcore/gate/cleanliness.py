@@ -311,7 +311,7 @@ def _expectations_for(values: DistinctValues, columns: Sequence[str], roles: Rol
             exps.append(Spec("characters decodable in the declared encoding", col,
                              "ExpectColumnValuesToNotMatchRegex", (("regex", REPLACEMENT_CHAR),)))
         if col in roles.quasi_identifiers:
-            exps.append(Spec("key column is not empty", col,
+            exps.append(Spec(EMPTY_CHECK, col,
                              "ExpectColumnUniqueValueCountToBeBetween", (("min_value", 1),)))
     if table != "identification":
         for col in columns:  # every text column read, measured or not
@@ -335,6 +335,8 @@ def _batch(source: Any, name: str, frame: pd.DataFrame) -> Any:
     return batch_def.get_batch(batch_parameters={"dataframe": frame})
 
 
+#: the check that a key column holds a value (over a partitioned table: in some partition)
+EMPTY_CHECK = "key column is not empty"
 #: expectations about a column as a whole (it exists, it is not empty), not about single values
 COLUMN_LEVEL = frozenset({"ExpectColumnToExist", "ExpectColumnUniqueValueCountToBeBetween"})
 

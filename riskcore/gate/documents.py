@@ -16,6 +16,48 @@ from ..storage import check_url, read_text
 MAX_DOCUMENT_BYTES = 1 << 20
 #: YAML nodes after expanding aliases: a "billion laughs" document stops here
 MAX_DOCUMENT_NODES = 100_000
+#: collections nested deeper than this are refused (a config nests a few levels)
+MAX_DOCUMENT_DEPTH = 50
+
+
+class _DocumentError(Exception):
+    """A duplicate key or too deep a nesting, found while composing (turned into ConfigError)."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses duplicate keys (the last value would silently win) and
+    nesting deeper than :data:`MAX_DOCUMENT_DEPTH` (PyYAML's composer recurses per level)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DOCUMENT_DEPTH:
+                mark = self.peek_event().start_mark
+                raise _DocumentError(f"nests deeper than {MAX_DOCUMENT_DEPTH} levels at line "
+                                     f"{mark.line + 1}; a gate config or policy nests a few")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # '<<: *alias' may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.get(key)
+                seen[key] = line
+            except TypeError:  # an unhashable key: PyYAML's own error follows
+                continue
+            if first is not None:
+                raise _DocumentError(
+                    f"has the key '{key}' twice (lines {first} and {line}); the last one "
+                    "would silently win: keep one")
+        return super().construct_mapping(node, deep=deep)
 
 
 def parse_yaml(text: str, what: str) -> Any:
@@ -24,7 +66,12 @@ def parse_yaml(text: str, what: str) -> Any:
         raise ConfigError(f"{what} is larger than {MAX_DOCUMENT_BYTES // 1024} KB; a gate "
                           "config or policy is a short document")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+    except _DocumentError as exc:
+        raise ConfigError(f"{what} {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{what} nests too deeply to read; a gate config or policy nests a "
+                          "few levels") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -73,7 +73,8 @@ class Helper:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "riskcore.gate.gx_helper"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._log, start_new_session=True,
-            env={**os.environ, "GX_ANALYTICS_ENABLED": "False"})
+            env={**os.environ, "GX_ANALYTICS_ENABLED": "False",
+                 "RISKGATE_HELPER_PARENT": str(os.getpid())})
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -149,6 +150,9 @@ def stop() -> None:
 def _serve() -> None:
     """The helper's loop: requests on stdin, answers on the original stdout; anything Great
     Expectations prints goes to stderr, never into the answers."""
+    from riskcore.processes import exit_with_parent
+
+    exit_with_parent(int(os.environ.get("RISKGATE_HELPER_PARENT", "0")) or None)
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

@@ -52,7 +52,7 @@ from ..partitioned import (
 from ..redact import redact_text
 from ..results import MeasureResult, not_computable
 from ..roles import Roles
-from .cleanliness import CheckResult, CleanlinessReport, validate_tables
+from .cleanliness import EMPTY_CHECK, CheckResult, CleanlinessReport, validate_tables
 from .config import Gate
 from .run import encode, encode_aligned, measure_error
 from .tables import TableInfo, detect_format
@@ -94,8 +94,15 @@ def merge_checks(table: str, summaries: tuple[PartitionSummary, ...], offsets: l
                 merged[key] = replace(c, table=table, example_rows=rows, detail=detail)
                 continue
             failing_first = not prev.success
+            # a column is empty only when it is empty in every partition
+            either = c.check == EMPTY_CHECK
+            success = (prev.success or c.success) if either else (prev.success and c.success)
+            if either and success:
+                merged[key] = replace(prev, success=True, detail="", unexpected_count=0,
+                                      example_rows=())
+                continue
             merged[key] = replace(
-                prev, success=prev.success and c.success,
+                prev, success=success,
                 unexpected_count=prev.unexpected_count + c.unexpected_count,
                 element_count=(None if prev.element_count is None or c.element_count is None
                                else prev.element_count + c.element_count),

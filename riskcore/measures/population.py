@@ -46,6 +46,9 @@ _INT_MAX = 2_147_483_647
 NO_UNIQUES = "no sample uniques (c1 = 0): no record is unique in the sample, so none is a " \
     "population unique; the estimate is 0"
 US_POPULATION = 317_238_626  # ARX's ARXPopulationModel.Region.USA
+#: no population of people is larger: the world's is about 8.2e9 (the models' N is a count of
+#: people; 1e300 was accepted and silently capped inside the estimators)
+MAX_POPULATION = 10_000_000_000
 
 
 @dataclass(frozen=True)
@@ -380,6 +383,11 @@ class PopulationParams(Params):
         size = float(self.population_size)
         if not np.isfinite(size) or size <= 0:
             raise ConfigError(f"population_size must be a positive number, got {size}")
+        if size > MAX_POPULATION:
+            raise ConfigError(
+                f"population_size {size:g} is more people than live on Earth (at most "
+                f"{MAX_POPULATION:.0e}); give the size of the population the sample was drawn "
+                "from (the sample's weights sum to an estimate of it)")
         return size
 
     def pairs(self, keys: Sequence[str]) -> list[tuple[int, int]] | None:

@@ -10,6 +10,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..errors import ConfigError
+from ..redact import visible
 from . import views
 
 _TEMPLATES = Path(__file__).parent / "templates"
@@ -24,9 +25,17 @@ def how_to_read() -> dict[str, str]:
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(_TEMPLATES)),
                       autoescape=select_autoescape(["html", "j2"], default=True),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, finalize=_shown)
     env.filters["num"] = _fmt_number
     return env
+
+
+def _shown(value: Any) -> Any:
+    """Every value a template prints: text with its control and bidirectional-override
+    characters made visible (markup built by the report's own code passes unchanged)."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return visible(value)
+    return value
 
 
 def _fmt_number(value: Any) -> str:

@@ -12,7 +12,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
+from markupsafe import escape as _escape
+
+from ..redact import visible
 
 INK = "#1d2330"
 GRID = "#e3e7ef"
@@ -23,6 +26,14 @@ WARN = "#b7791f"
 GOOD = "#1b7f3b"
 SERIES = {"attack": "#b42318", "baseline": "#2563eb", "control": "#6b7280", "risk": "#1d2330"}
 FONT = 'font-family="system-ui, sans-serif"'
+
+
+def escape(text: object) -> Markup:
+    """HTML-escaped text with control and bidirectional-override characters made visible
+    (markup passes unchanged)."""
+    if hasattr(text, "__html__"):
+        return _escape(text)
+    return _escape(visible(str(text)))
 
 
 @dataclass(frozen=True)

@@ -272,6 +272,125 @@ def _attack_missing_column(ws: Workspace) -> None:
     ws.frame().drop(columns=["sex"]).to_csv(ws.released, index=False)
 
 
+
+# ---- issue 27: the second hardening round
+def _hierarchy(text: bytes | str) -> Callable[[Workspace], None]:
+    """Region generalized by an ARX hierarchy file holding ``text``."""
+    def make(ws: Workspace) -> None:
+        data = text if isinstance(text, bytes) else text.encode()
+        (ws.root / "regions.csv").write_bytes(data)
+        ws.config["generalization"] = {"region": {"hierarchy": "regions.csv"}}
+    return make
+
+
+def _a_valid_hierarchy(ws: Workspace) -> str:
+    regions = sorted(set(ws.frame("original")["region"]) - {""})
+    return "".join(f"{r};{r}\n" for r in regions)
+
+
+def _hierarchy_twice(ws: Workspace) -> None:
+    text = _a_valid_hierarchy(ws)
+    first = text.splitlines()[0].split(";")[0]
+    _hierarchy(text + f"{first};Elsewhere\n")(ws)
+
+
+def _hierarchy_ragged(ws: Workspace) -> None:
+    rows = _a_valid_hierarchy(ws).splitlines()
+    rows[0] += ";Country"  # the first row is the longest
+    _hierarchy("\n".join(rows) + "\n")(ws)
+
+
+def _control_sample(ws: Workspace, copies: float) -> pd.DataFrame:
+    """An independent sample of the same population (the generator, another seed), with a
+    share of the original's rows put in verbatim; no direct identifiers."""
+    from riskcore.examples import write_example
+
+    other = write_example(ws.root / "population", n=ROWS, seed=77)
+    control = pd.read_csv(other["original"], dtype=str, keep_default_na=False)
+    n = int(round(copies * len(control)))
+    if n:
+        control.iloc[:n] = ws.frame("original").iloc[:n][control.columns].to_numpy()
+    return control.drop(columns=["person_id"])
+
+
+def _control(copies: float) -> Callable[[Workspace], None]:
+    def make(ws: Workspace) -> None:
+        _control_sample(ws, copies).to_csv(ws.root / "control.csv", index=False)
+        ws.config["control"] = "control.csv"
+    return make
+
+
+def _suppress(share: float) -> Callable[[Workspace], None]:
+    def make(ws: Workspace) -> None:
+        df = ws.frame()
+        df.loc[: int(share * len(df)) - 1, "region"] = "*"
+        df.to_csv(ws.released, index=False)
+    return make
+
+
+def _partitions(extra: Callable[[Path, pd.DataFrame], None]) -> Callable[[Workspace], None]:
+    """The release as a folder of two Parquet parts, then ``extra`` adds to the folder."""
+    def make(ws: Workspace) -> None:
+        folder = ws.root / "released_parts"
+        folder.mkdir()
+        df = ws.frame()
+        half = len(df) // 2
+        for i, part in enumerate((df.iloc[:half], df.iloc[half:])):
+            pq.write_table(pa.Table.from_pandas(part, preserve_index=False),
+                           folder / f"part-{i}.parquet")
+        extra(folder, df)
+        _original_parquet(ws)
+        ws.config["released"] = "released_parts"
+    return make
+
+
+def _original_parquet(ws: Workspace) -> None:
+    """A partitioned release is gated with Parquet tables."""
+    pq.write_table(pa.Table.from_pandas(ws.frame("original"), preserve_index=False),
+                   ws.root / "original.parquet")
+    ws.config["original"] = "original.parquet"
+
+
+def _stray_csv(folder: Path, df: pd.DataFrame) -> None:
+    df.head(50).to_csv(folder / "raw.csv", index=False)
+
+
+def _zero_row_part(folder: Path, df: pd.DataFrame) -> None:
+    pq.write_table(pa.Table.from_pandas(df.iloc[:0], preserve_index=False),
+                   folder / "part-2.parquet")
+    (folder / "_SUCCESS").write_bytes(b"")
+
+
+def _empty_folder(ws: Workspace) -> None:
+    (ws.root / "released_parts").mkdir()
+    _original_parquet(ws)
+    ws.config["released"] = "released_parts"
+
+
+def _rename(old: str, new: str) -> Callable[[Workspace], None]:
+    def make(ws: Workspace) -> None:
+        for which in ("original", "released"):
+            ws.frame(which).rename(columns={old: new}).to_csv(getattr(ws, which), index=False)
+        ws.config["roles"] = {**ws.config["roles"], "quasi_identifiers": [
+            new if c == old else c for c in ws.config["roles"]["quasi_identifiers"]]}
+    return make
+
+
+def _deep_config(ws: Workspace) -> None:
+    ws.config_path.write_text(yaml.safe_dump(ws.config, sort_keys=False)
+                              + "extra: " + "[" * 5000 + "]" * 5000 + "\n")
+
+
+def _duplicate_key_config(ws: Workspace) -> None:
+    ws.config_path.write_text(yaml.safe_dump(ws.config, sort_keys=False)
+                              + "policy: lax.yaml\n")
+
+
+def _duplicate_key_policy(ws: Workspace) -> None:
+    (ws.root / "policy.yaml").write_text(
+        "version: 1\nchecks:\n  - {figure: k_anonymity.k, min: 1, min: 0}\n")
+
+
 CASES = [
     # ---- the config file itself: exit 3, nothing written, one line naming the file
     Case("config-is-a-directory", lambda ws: ws.config_path.mkdir(), 3,
@@ -452,6 +571,54 @@ CASES = [
          r"'released'",
          command=lambda ws: ["attack", "inference", str(ws.original), str(ws.released),
                              "--config", str(ws.config_path), "--secret", "diagnosis"]),
+    # ---- issue 27: a proper holdout passes, a leaky one does not
+    Case("control-independent-sample-passes", _control(0.0), 0, r"verdict: APPROVED",
+         "APPROVED", MEASURED_FILES),
+    Case("control-with-5pct-original-rows", _control(0.05), 1,
+         r"control rows do not overlap the original.*an excess of \+\d", "REJECTED",
+         REJECTED_FILES),
+    # ---- suppression tokens that are data
+    Case("suppressed-token-is-a-real-label", _cfg(suppressed=["*", "North"]), 3,
+         r"suppressed: the token 'North' is a value of column 'region' in the original",
+         "ERROR", CHECKED_FILES),
+    Case("suppressed-over-half-a-column", _suppress(0.6), 3,
+         r"suppressed: the token\(s\) \['\*'\] cover 60\.0% of the released cells of "
+         r"column 'region'", "ERROR", CHECKED_FILES),
+    # ---- hierarchy files: one line naming the file, the line and the fix
+    Case("hierarchy-value-twice", _hierarchy_twice, 3,
+         r"hierarchy of column 'region' \('.*regions\.csv'\): line \d+ repeats the value of "
+         r"line 1 .*keep one line per value", "ERROR", CHECKED_FILES),
+    Case("hierarchy-ragged", _hierarchy_ragged, 3,
+         r"regions\.csv'\): line 2 has 2 field\(s\), line 1 has 3", "ERROR", CHECKED_FILES),
+    Case("hierarchy-empty", _hierarchy(""), 3, r"regions\.csv'\) is empty", "ERROR",
+         CHECKED_FILES),
+    Case("hierarchy-latin1", _hierarchy("Nörth;N\n".encode("latin-1")), 3,
+         r"regions\.csv'\) is not UTF-8 text .*save it as UTF-8", "ERROR", CHECKED_FILES),
+    Case("hierarchy-malformed", _hierarchy('North;"N\nSouth;S\n'), 3,
+         r"regions\.csv'\): line \d+ cannot be read", "ERROR", CHECKED_FILES),
+    # ---- YAML
+    Case("config-duplicate-key", _duplicate_key_config, 3,
+         r"gate\.yaml' has the key 'policy' twice \(lines \d+ and \d+\)"),
+    Case("policy-duplicate-key", _duplicate_key_policy, 3,
+         r"policy\.yaml' has the key 'min' twice"),
+    Case("config-deep-nesting", _deep_config, 3,
+         r"gate\.yaml' nests deeper than 50 levels"),
+    # ---- plausibility
+    Case("population-size-1e300", _measures(population={"population_size": 1e300}), 3,
+         r"population_size 1e\+300 is more people than live on Earth"),
+    # ---- partitioned release folders
+    Case("partitioned-stray-csv", _partitions(_stray_csv), 3,
+         r"raw\.csv' in the folder '.*released_parts' is not a Parquet part of the table",
+         "ERROR", ERROR_FILES),
+    Case("partitioned-empty-folder", _empty_folder, 3,
+         r"the folder '.*released_parts' holds no \.parquet file", "ERROR", ERROR_FILES),
+    Case("partitioned-zero-row-part", _partitions(_zero_row_part), 0, r"verdict: APPROVED",
+         "APPROVED", MEASURED_FILES - {"per_record.parquet"} | {"per_record"}),
+    # ---- text from the data in names: shown neutralized, and never slow
+    Case("column-name-escapes", _rename("sex", "se\x1b[31mx\u202e"), 0, r"verdict: APPROVED",
+         "APPROVED", MEASURED_FILES),
+    Case("column-name-5000-chars", _rename("sex", "s" * 5000), 0, r"verdict: APPROVED",
+         "APPROVED", MEASURED_FILES),
     Case("usage-unknown-flag", lambda ws: None, 64, r"usage error: unrecognized arguments",
          command=lambda ws: ["gate", "--config", "x.yaml", "--nope"]),
     Case("usage-missing-command", lambda ws: None, 64, r"usage error",
@@ -494,6 +661,9 @@ def test_bad_input(case: Case, tables, tmp_path, capsys, prefect_server, monkeyp
         assert ws.run_files() == case.files
     if decision is not None and case.verdict != "APPROVED":
         assert decision["approved"] is False
+    for report in ws.out.rglob("report.html"):  # text from the data is shown neutralized
+        html = report.read_text(encoding="utf-8")
+        assert not any(c in html for c in ("\x1b", "\u202e", "\x07", "\x00")), case.id
 
 
 def test_the_alc_survives_a_secret_with_a_one_member_class(tmp_path):

@@ -121,8 +121,25 @@ def test_suppressed_cells_give_a_risk_between_none_and_all_suppressed(demo):
         result = run_measure("singling_out", inputs, {"n_attacks": 300})
         return float(result.figures["attack_rate"])
 
-    none, tenth, every = suppressed(0.0), suppressed(0.1), suppressed(1.0)
-    assert every < tenth < none, (none, tenth, every)
+    none, tenth, half = suppressed(0.0), suppressed(0.1), suppressed(0.5)
+    assert half < tenth < none, (none, tenth, half)
+    # a token standing for more than half of a column's cells is refused (issue 27, item 3)
+    with pytest.raises(ConfigError, match=r"suppressed: the token\(s\) \['\*'\] cover 60\.0% "
+                       r"of the released cells of column 'age'"):
+        suppressed(0.6)
+
+
+def test_a_suppression_token_that_is_real_data_is_refused(demo):
+    """Listing the release's real labels as 'suppressed' made every cell match anything and
+    turned a REJECTED release into APPROVED (issue 27, item 3)."""
+    frames = _by_hand(_frames(demo))
+    label = str(frames["original"]["sex"].dropna().iloc[0])
+    config = tables_config({"released": "r.csv", "original": "o.csv", "seed": 5,
+                            "suppressed": ["*", label],
+                            "roles": {**ROLES, "types": {"age": "categorical"}}}, "test")
+    with pytest.raises(ConfigError, match=rf"suppressed: the token '{label}' is a value of "
+                       r"column 'sex' in the original"):
+        encode(config, frames)
 
 
 def test_round_and_top_code_and_mask_align_numbers_and_codes():

@@ -47,8 +47,9 @@ from riskcore.gate.trigger import (
 )
 from riskcore.measures import MeasureInputs
 from riskcore.processes import STOPPED, Terminated, leave_soon
-from riskcore.redact import install_log_redaction, redact_text
+from riskcore.redact import install_log_redaction, redact_text, register
 from riskcore.results import MeasureResult
+from riskcore.signing import Signer, signer_from_environment
 from riskcore.storage import check_storage_options, join_url
 from riskgate.tasks.common import Held
 from riskgate.tasks.io import load_table, resolve_storage_options, write_outputs
@@ -291,6 +292,25 @@ def _related(trigger: Mapping[str, Any] | None) -> list[dict[str, str]]:
               "prefect.resource.role": "trigger"}] if event_id else [])
 
 
+def _signer(gate: Gate) -> Signer | None:
+    """The decision's signing key: $RISKGATE_SIGNING_KEY's file, else the Prefect Secret block
+    the config names (its value registered for redaction), else None (unsigned)."""
+    signer = signer_from_environment()
+    name = gate.config.signing.secret_block
+    if signer is not None or not name:
+        return signer
+    from prefect.blocks.system import Secret
+
+    try:
+        pem = Secret.load(name).get()  # type: ignore[union-attr]
+    except Exception as exc:
+        raise ConfigError(f"signing.secret_block: the Prefect Secret block '{name}' cannot be "
+                          f"loaded ({type(exc).__name__}); create it with the private key's "
+                          "PEM") from None
+    register([pem])
+    return Signer.from_pem(str(pem).encode(), f"Secret block '{name}'")
+
+
 def _nightly_config() -> str:
     from prefect.variables import Variable
 
@@ -426,6 +446,7 @@ def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, con
             source = _nightly_config()
         gate = load_gate(source, merged, base_options)
         options = resolve_storage_options(gate.config, base_options)
+        signer = _signer(gate)
     except RiskgateError as exc:
         outcome = _fail_before_gate(exc, run_id, config, trigger, context, base_options, log)
         emit_verdict(outcome.to_dict(), related=_related(trigger))
@@ -451,7 +472,7 @@ def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, con
         try:
             outcome = run_gate(gate, run_id, options, steps, context=context,
                                checksums=payload.checksums if payload else None,
-                               timings={"slot_wait": slot.waited})
+                               timings={"slot_wait": slot.waited}, signer=signer)
         finally:
             getattr(getattr(steps, "executor", None), "close", lambda: None)()
     finally:

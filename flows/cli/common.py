@@ -130,7 +130,8 @@ def config_subset(path: str | None, options: Mapping[str, Any]) -> dict[str, Any
     policy, seed and the measures' parameters (``--config FILE``)."""
     if not path:
         return {}
-    from riskcore.gate.config import read_document, resolve_hierarchies
+    from riskcore.gate.config import resolve_hierarchies
+    from riskcore.gate.documents import read_document
     from riskcore.storage import parent, resolve
 
     data = read_document(path, options, "config file")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import (
@@ -39,7 +39,7 @@ from ..measures.family import Params
 from ..redact import redact_text, urls_with_credentials
 from ..roles import ColumnType, MissingPolicy, Roles
 from ..storage import check_storage_options, check_url, parent, resolve
-from .documents import read_document
+from .documents import mapping_digest, read_document_digest
 from .policy import Policy, load_policy
 from .trigger import RELEASE_ID_PATTERN
 
@@ -90,6 +90,36 @@ class Storage(_Model):
     def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
         check_storage_options(value, "storage.options")
         return value
+
+
+class TriggerRules(_Model):
+    """What a trigger event's payload may name, pinned by the custodian's config (issue 26).
+
+    A payload always names ``release_id`` and ``released``, and may name ``control`` and
+    ``checksums``; any further key must be listed in ``allow`` (only ``identification``
+    can be); ``config``, ``policy``, ``original`` and ``output_url`` never come from a payload.
+    With ``released_prefixes``, ``released`` and ``control`` must lie under one of them."""
+
+    allow: list[Literal["identification"]] = Field(default_factory=list)
+    released_prefixes: list[str] = Field(default_factory=list)
+
+    @field_validator("released_prefixes")
+    @classmethod
+    def _prefixes(cls, value: list[str]) -> list[str]:
+        for prefix in value:
+            check_url(prefix, "trigger.released_prefixes")
+            if not prefix.endswith("/"):
+                raise ValueError(f"trigger.released_prefixes: '{prefix}' must end with '/' "
+                                 "(a folder), so that s3://releases/census-x cannot pass "
+                                 "for s3://releases/census/")
+        return value
+
+
+class Signing(_Model):
+    """Where the gate's Ed25519 signing key comes from, besides $RISKGATE_SIGNING_KEY."""
+
+    secret_block: str | None = Field(
+        None, description="name of a Prefect Secret block holding the private key's PEM")
 
 
 class ReportOptions(_Model):
@@ -211,6 +241,8 @@ class GateConfig(TablesConfig):
     review: Literal["none", "pause"] = "none"
     review_timeout_s: int = Field(3600, ge=1, le=30 * 24 * 3600)
     report: ReportOptions = Field(default_factory=lambda: ReportOptions())
+    trigger: TriggerRules = Field(default_factory=lambda: TriggerRules())
+    signing: Signing = Field(default_factory=lambda: Signing())
 
     @field_validator("measures", mode="before")
     @classmethod
@@ -272,20 +304,26 @@ class Gate:
     policy: Policy
     measures: dict[str, Params]
     source: str
+    #: config, policy and each table: where it came from, its URL and (config, policy) SHA-256
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def config_mapping(source: Source, overrides: Mapping[str, Any] | None = None,
-                   storage_options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any],
-                                                                              str]:
-    """The raw config mapping with overrides applied and relative paths resolved."""
+                   storage_options: Mapping[str, Any] | None = None,
+                   digest: list[str] | None = None) -> tuple[dict[str, Any], str]:
+    """The raw config mapping with overrides applied and relative paths resolved (and, into
+    ``digest``, the SHA-256 of the document as read)."""
     if isinstance(source, os.PathLike):
         source = os.fspath(source)
     if isinstance(source, Mapping):
         data: Any = dict(source)
         base, name = ".", "gate config"
+        sha = mapping_digest(data)
     else:
-        data = read_document(source, storage_options, "config file")
+        data, sha = read_document_digest(source, storage_options, "config file")
         base, name = parent(source), f"config file '{redact_text(source)}'"
+    if digest is not None:
+        digest[:] = [sha]
     if not isinstance(data, Mapping):
         raise ConfigError(f"{name} must hold a mapping at the top level")
     data = dict(data)
@@ -320,9 +358,10 @@ def resolve_hierarchies(generalization: Any, base: str) -> Any:
 
 
 def load_config(source: Source, overrides: Mapping[str, Any] | None = None,
-                storage_options: Mapping[str, Any] | None = None) -> GateConfig:
+                storage_options: Mapping[str, Any] | None = None,
+                digest: list[str] | None = None) -> GateConfig:
     """Load and validate a gate config (see :func:`load_gate` for the policy too)."""
-    data, name = config_mapping(source, overrides, storage_options)
+    data, name = config_mapping(source, overrides, storage_options, digest)
     try:
         return GateConfig.model_validate(data)
     except ValidationError as exc:
@@ -332,14 +371,17 @@ def load_config(source: Source, overrides: Mapping[str, Any] | None = None,
                    "read": list(ReadOptions.model_fields),
                    "limits": list(Limits.model_fields),
                    "report": list(ReportOptions.model_fields),
-                   "storage": list(Storage.model_fields)}
+                   "storage": list(Storage.model_fields),
+                   "trigger": list(TriggerRules.model_fields),
+                   "signing": list(Signing.model_fields)}
         raise config_error(exc, name, allowed=allowed) from None
     except RiskgateError as exc:  # a family's own ConfigError, already naming the key
         raise ConfigError(f"{name}: {str(exc).removeprefix('gate config: ')}") from None
 
 
 def load_gate(source: Source, overrides: Mapping[str, Any] | None = None,
-              storage_options: Mapping[str, Any] | None = None) -> Gate:
+              storage_options: Mapping[str, Any] | None = None,
+              origins: Mapping[str, str] | None = None) -> Gate:
     """Config, policy and the validated measures of one gate run; no table is read.
 
     Args:
@@ -347,8 +389,12 @@ def load_gate(source: Source, overrides: Mapping[str, Any] | None = None,
         overrides: keys that replace the config's (see :data:`OVERRIDABLE`).
         storage_options: fsspec options to read the config (the config's own
             ``storage.options`` are added for the policy).
+        origins: where the config and each overridden key came from ("command line",
+            "payload", "deployment", "parameter"), recorded in the decision's provenance;
+            the config defaults to "command line", every other key to "config".
     """
-    cfg = load_config(source, overrides, storage_options)
+    digest: list[str] = []
+    cfg = load_config(source, overrides, storage_options, digest)
     options = {**dict(storage_options or {}), **cfg.storage.options}
     name = "gate config" if isinstance(source, Mapping) else redact_text(os.fspath(source))
     if isinstance(cfg.policy, str):
@@ -375,4 +421,16 @@ def load_gate(source: Source, overrides: Mapping[str, Any] | None = None,
             raise ConfigError(
                 f"{policy.name}: check '{check.id}': figure '{check.figure}' does not exist; "
                 f"{fam_name} reports: {', '.join(sorted(known))}")
-    return Gate(config=cfg, policy=policy, measures=measures, source=name)
+    given = dict(origins or {})
+    provenance: dict[str, dict[str, Any]] = {
+        "config": {"source": given.get("config", "command line"),
+                   "url": None if isinstance(source, Mapping) else redact_text(
+                       os.fspath(source)),
+                   "sha256": digest[0] if digest else None},
+        "policy": {"source": given.get("policy", "config"),
+                   "url": redact_text(cfg.policy) if isinstance(cfg.policy, str) else None,
+                   "sha256": policy.sha256}}
+    for table, url in cfg.tables().items():
+        provenance[table] = {"source": given.get(table, "config"), "url": redact_text(url)}
+    return Gate(config=cfg, policy=policy, measures=measures, source=name,
+                provenance=provenance)

@@ -3,6 +3,8 @@ size before parsing and in expanded size after (YAML alias bombs), loaded safely
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -98,9 +100,23 @@ def _bounded(data: Any, what: str) -> None:
 
 def read_document(source: str, storage_options: Mapping[str, Any] | None, what: str) -> Any:
     """A YAML document from a path or URL: size-bounded, safely loaded, alias-bounded."""
+    return read_document_digest(source, storage_options, what)[0]
+
+
+def read_document_digest(source: str, storage_options: Mapping[str, Any] | None, what: str
+                         ) -> tuple[Any, str]:
+    """:func:`read_document` and the SHA-256 of the text it parsed (UTF-8): the digest that
+    decision.json records for the config and the policy."""
     check_url(source, what)
     text = read_text(source, storage_options, max_bytes=MAX_DOCUMENT_BYTES,
                      what=f"{what} '{redact_text(source)}'")
-    return parse_yaml(text, f"{what} '{redact_text(source)}'")
+    return (parse_yaml(text, f"{what} '{redact_text(source)}'"),
+            hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def mapping_digest(data: Any) -> str:
+    """The SHA-256 of a document given as a mapping (canonical JSON: sorted keys)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":"),
+                                     default=str).encode("utf-8")).hexdigest()
 
 

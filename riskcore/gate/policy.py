@@ -125,6 +125,8 @@ class Policy:
     #: "review", "pass", or None: review only when the attack's columns were not fully
     #: comparable with the release (riskcore.generalization)
     on_inconclusive: str | None = None
+    #: the SHA-256 of the policy document (its text, or canonical JSON of an inline mapping)
+    sha256: str | None = None
 
     @property
     def measures(self) -> set[str]:
@@ -181,13 +183,17 @@ def _number(raw: Any, key: str, where: str) -> float:
 def load_policy(source: Any, storage_options: Mapping[str, Any] | None = None,
                 name: str | None = None) -> Policy:
     """A policy from a mapping, or from a YAML file at a path or any fsspec URL."""
+    from dataclasses import replace
+
+    from .documents import mapping_digest, read_document_digest
+
     if isinstance(source, str):
         from ..redact import redact_text
-        from .documents import read_document
 
-        return parse_policy(read_document(source, storage_options, "policy file"),
-                            name or f"policy file '{redact_text(source)}'")
-    return parse_policy(source, name or "policy")
+        data, digest = read_document_digest(source, storage_options, "policy file")
+        return replace(parse_policy(data, name or f"policy file '{redact_text(source)}'"),
+                       sha256=digest)
+    return replace(parse_policy(source, name or "policy"), sha256=mapping_digest(source))
 
 
 def parse_policy(data: Any, name: str = "policy") -> Policy:

@@ -33,6 +33,7 @@ from ..redact import redact, redact_text
 from ..report import render_report
 from ..report.riskiest import example_records
 from ..results import MeasureResult, Record, to_jsonable
+from ..signing import Signer
 from ..storage import check_output_location, exists, join_url, presign, write_bytes
 from .cleanliness import CleanlinessReport, declared_types, validate_tables, warm_up
 from .config import Gate, TablesConfig
@@ -364,6 +365,7 @@ class _Run:
     examples: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     checksums: dict[str, str] = field(default_factory=dict)
+    signer: Signer | None = None
 
     @property
     def folder(self) -> str:
@@ -398,10 +400,21 @@ class _Run:
             "timings": {k: round(float(v), 4) for k, v in self.timings.items()},
             "started_at": self.started,
             "finished_at": now_iso(),
+            "provenance": self.provenance(),
+            "signed": self.signer is not None,
+            "signing_key": self.signer.fingerprint if self.signer is not None else None,
             **self.context,
             **self.extra,
         }
         return redact(to_jsonable(doc))  # type: ignore[no-any-return]
+
+    def provenance(self) -> dict[str, Any]:
+        """Config, policy and every table: where it came from, its URL and its SHA-256."""
+        out = {k: dict(v) for k, v in self.gate.provenance.items()}
+        for info in self.infos:
+            out.setdefault(info.name, {"source": "config", "url": info.url})["sha256"] = \
+                info.sha256
+        return out
 
     def report(self, record: Mapping[str, Any]) -> bytes:
         return report_html(record, self.measures, self.validation, self.per_record,
@@ -411,7 +424,8 @@ class _Run:
 def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
              steps: Steps | None = None, context: Mapping[str, Any] | None = None,
              checksums: Mapping[str, str] | None = None,
-             timings: Mapping[str, float] | None = None) -> RunOutcome:
+             timings: Mapping[str, float] | None = None,
+             signer: Signer | None = None) -> RunOutcome:
     """One gate run, failing closed: any error, unclean or unintended input or unmeasurable
     figure ends not approved, with the reason written in ``decision.json``.
 
@@ -424,9 +438,11 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
         checksums: table name -> the SHA-256 the caller expects (a trigger event's); a file
             that differs is an error (it changed since it was announced).
         timings: seconds spent before the run (e.g. ``slot_wait``), recorded with the rest.
+        signer: the Ed25519 key that signs the decision (:mod:`riskcore.signing`); None
+            leaves it unsigned (``signed: false``).
     """
     run = _Run(gate, run_id, dict(options or {}), steps or LocalSteps(), dict(context or {}),
-               checksums=dict(checksums or {}), timings=dict(timings or {}))
+               checksums=dict(checksums or {}), timings=dict(timings or {}), signer=signer)
     try:
         decision = _sequence(run)
     except RiskgateError as exc:
@@ -520,6 +536,8 @@ def finish(run: _Run, decision: Decision) -> RunOutcome:
     written: dict[str, str] = {}
     reasons = list(decision.reasons)
     verdict = decision.verdict
+    if run.signer is not None:  # beside decision.json, written before it
+        files["decision.json.sig"] = run.signer.sign(record)
     try:
         written = run.steps.write(run.folder, files, record, run.options)
     except RiskgateError as exc:

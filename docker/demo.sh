@@ -22,6 +22,8 @@ with fs.open("riskgate-config/gate.yaml", "w") as fh:
     fh.write(yaml.safe_dump(cfg))
 fs.put("examples/policy.yaml", "riskgate-config/policy.yaml")
 PY
+# the config is the custodian's, pinned by the deploy service (--trigger-config): the pipeline
+# names only its release
 riskgate emit-anonymized --release census-demo-2026 \
-    --released s3://riskgate-data/census/released.csv --config s3://riskgate-config/gate.yaml \
+    --released s3://riskgate-data/census/released.csv \
     --wait --timeout 600 --expect "${EXPECTED_VERDICT:-NEEDS_REVIEW}"

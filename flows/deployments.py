@@ -26,13 +26,14 @@ WORK_POOL = "riskgate-process"
 ENTRYPOINT = "riskgate.flows.release_gate.release_gate"
 NIGHTLY_CRON = "0 2 * * *"
 
-#: what the trigger hands the flow: the event's id and time, and its whole payload
+#: what the trigger hands the flow: the event's id and time only. The flow reads the payload
+#: from the API's event store and validates it, so that nothing a pipeline put in a payload
+#: (a credential in a URL, say) becomes a flow-run parameter in Prefect's database (issue 26)
 TRIGGER_PARAMETERS: dict[str, Any] = {
     "trigger": {
         "event_id": "{{ event.id | string }}",
         "event": "{{ event.event }}",
         "occurred": "{{ event.occurred | string }}",
-        "payload": "{{ event.payload }}",
     },
 }
 
@@ -58,10 +59,12 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
     "on-anonymization": {
         "description": (
             "Gate a release as soon as an anonymization job emits "
-            "riskgate.anonymization.completed (payload: release_id and released, optionally "
-            "config, original, control, identification, output_url, policy, checksums). At "
-            "most 5 gate runs at once (seed 001's job queue: the riskgate-gate limit) and 60 "
-            "triggered runs a minute (the riskgate-trigger-rate limit)."),
+            "riskgate.anonymization.completed, under the custodian's pinned config (riskgate "
+            "deploy --trigger-config URL). The payload names release_id and released, "
+            "optionally control and checksums, and only what the config's trigger.allow "
+            "lists; never the config, policy, original or output folder. At most 5 gate runs "
+            "at once (seed 001's job queue: the riskgate-gate limit) and 60 triggered runs a "
+            "minute (the riskgate-trigger-rate limit)."),
         "tags": ["riskgate", "triggered"],
         "parameters": {"config": None},
         "triggers": [TRIGGER],

@@ -40,16 +40,43 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     os.setsid()  # and not in the terminal's process group: ^C reaches the parent only
 
 
+def auth_headers() -> dict[str, str]:
+    """The Authorization header Prefect's own client sends when PREFECT_API_AUTH_STRING is
+    set (a server started with PREFECT_SERVER_API_AUTH_STRING refuses requests without it)."""
+    import base64
+
+    from prefect.settings import get_current_settings
+
+    secret = get_current_settings().api.auth_string
+    value = secret.get_secret_value() if secret is not None else None
+    if not value:
+        return {}
+    return {"Authorization": "Basic " + base64.b64encode(value.encode()).decode("ascii")}
+
+
+def refused(status: int, url: str) -> ApiUnavailable | None:
+    """One clear line for an API that refuses us for want of credentials."""
+    if status in (401, 403):
+        return ApiUnavailable(f"the Prefect API at {url} refused the request ({status}): it "
+                              "requires authentication; set PREFECT_API_AUTH_STRING to the "
+                              "server's PREFECT_SERVER_API_AUTH_STRING")
+    return None
+
+
 def check_api(url: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
     """Raise ApiUnavailable unless ``url``/health answers 200 within ``timeout`` seconds."""
     import httpx
 
     try:
-        response = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout)
+        response = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout,
+                             headers=auth_headers())
     except httpx.HTTPError as exc:
         raise ApiUnavailable(f"the Prefect API at {url} is unreachable ({type(exc).__name__}); "
                              "start it (prefect server start) or unset PREFECT_API_URL to run "
                              "with a private local server") from None
+    denied = refused(response.status_code, url)
+    if denied is not None:
+        raise denied
     if response.status_code != 200:
         raise ApiUnavailable(f"the Prefect API at {url} answered {response.status_code} to its "
                              "health check; check the server")
@@ -110,7 +137,8 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
                     raise ApiUnavailable(f"the private Prefect server exited with code "
                                          f"{proc.returncode}: {first.strip()[:300]}")
                 try:
-                    if httpx.get(f"{url}/health", timeout=2.0).status_code == 200:
+                    if httpx.get(f"{url}/health", timeout=2.0,
+                                 headers=auth_headers()).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass

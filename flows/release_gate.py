@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -61,6 +62,10 @@ from .limits import GateSlot, ensure_defaults, take_trigger_rate
 
 #: the Prefect Variable that holds the nightly re-check's config URL
 NIGHTLY_CONFIG_VARIABLE = "riskgate_nightly_config"
+#: the Prefect Variable that holds the triggered gate's pinned config URL (issue 26)
+TRIGGER_CONFIG_VARIABLE = "riskgate_trigger_config"
+#: seconds a triggered run waits for its event to be readable from the API's event store
+EVENT_READ_TIMEOUT_S = 60.0
 RELEASE_ID = re.compile(RELEASE_ID_PATTERN)
 STATE_NAMES = {"APPROVED": "Approved", "NEEDS_REVIEW": "NeedsReview", "REJECTED": "Rejected",
                "ERROR": "Error"}
@@ -268,20 +273,57 @@ def _label_run(release_id: str, verdict: str | None) -> None:
         logging.getLogger("riskgate.gate").debug("could not label the run: %s", exc)
 
 
-def _trigger(trigger: Mapping[str, Any] | None) -> tuple[TriggerPayload | None,
-                                                          dict[str, Any], str | None]:
-    """The parsed payload (None when not triggered), the decision.json context, the config."""
+def _event_payload(trigger: Mapping[str, Any]) -> Any:
+    """The triggering event's payload, read from the API's event store by the event's id: the
+    deployment's trigger hands the flow the id alone, so that a payload (and whatever a
+    pipeline put in it) never becomes a flow-run parameter stored in Prefect's database. A
+    payload given directly (a test, ``serve`` of an older deployment) is taken as given."""
+    if "payload" in trigger:
+        return trigger["payload"]
+    event_id = str(trigger.get("event_id") or "")
+    try:
+        wanted = uuid.UUID(event_id)
+    except ValueError:
+        raise ConfigError(f"trigger: event id '{event_id[:60]}' is not a UUID") from None
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventIDFilter
+
+    deadline = time.monotonic() + EVENT_READ_TIMEOUT_S
+    with get_client(sync_client=True) as client:
+        while True:
+            page = client.read_events(EventFilter(id=EventIDFilter(id=[wanted])), limit=1)
+            if page.events:
+                return dict(page.events[0].payload or {})
+            if time.monotonic() > deadline:
+                raise ConfigError(f"trigger event {event_id}: not found in the API's event "
+                                  f"store after {EVENT_READ_TIMEOUT_S:.0f} s")
+            time.sleep(1.0)
+
+
+def _trigger_context(trigger: Mapping[str, Any] | None, payload: Any) -> dict[str, Any]:
+    """What decision.json records of the trigger (the payload by its SHA-256 only)."""
     if trigger is None:
-        return None, {}, None
-    event_id = str(trigger.get("event_id") or "") or None
-    payload = trigger.get("payload")
-    context = {"trigger": {"event": str(trigger.get("event") or TRIGGER_EVENT),
-                           "event_id": event_id, "occurred": trigger.get("occurred"),
-                           "payload_sha256": payload_sha256(payload)
-                           if isinstance(payload, Mapping) else None}}
-    parsed = parse_payload(payload, event_id)
-    context["trigger"]["checksums"] = dict(parsed.checksums)
-    return parsed, context, parsed.config
+        return {}
+    return {"trigger": {"event": str(trigger.get("event") or TRIGGER_EVENT),
+                        "event_id": str(trigger.get("event_id") or "") or None,
+                        "occurred": trigger.get("occurred"),
+                        "payload_sha256": payload_sha256(payload)
+                        if isinstance(payload, Mapping) else None}}
+
+
+def _pinned_config(config: Any) -> Any:
+    """The triggered gate's config: the deployment's ``config`` parameter, else the Prefect
+    Variable ``riskgate_trigger_config`` (riskgate deploy --trigger-config URL)."""
+    if config is not None:
+        return config
+    from prefect.variables import Variable
+
+    value = Variable.get(TRIGGER_CONFIG_VARIABLE, default=None)
+    if not value:
+        raise ConfigError(f"no pinned gate config for triggered runs: deploy with riskgate "
+                          f"deploy --trigger-config URL (the Prefect Variable "
+                          f"'{TRIGGER_CONFIG_VARIABLE}'); a payload never names the config")
+    return str(value)
 
 
 def _related(trigger: Mapping[str, Any] | None) -> list[dict[str, str]]:
@@ -327,14 +369,25 @@ def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
                       options: Mapping[str, Any], log: logging.Logger | logging.LoggerAdapter[Any]
                       ) -> RunOutcome:
     """The config (or the trigger) could not be used: ERROR, written wherever an output
-    location is known (the payload's, else the config's), and the verdict event always."""
+    location is known (the config's, the pinned one for a triggered run: never a payload's),
+    under the payload's release id when it is a valid one, and the verdict event always."""
     message = f"{type(exc).__name__}: {redact_text(str(exc))}"
     payload = (trigger or {}).get("payload") if isinstance(trigger, Mapping) else None
+    if payload is None and trigger is not None:
+        try:
+            payload = _event_payload(trigger)
+        except Exception:
+            payload = None
     payload = payload if isinstance(payload, Mapping) else {}
     release_id = str(payload.get("release_id") or "")
-    output_url = payload.get("output_url")
-    source = payload.get("config") or config
-    if source is not None and (not output_url or not release_id):
+    output_url = None
+    source = config
+    if trigger is not None and source is None:
+        try:
+            source = _pinned_config(None)
+        except Exception:
+            source = None
+    if source is not None:
         try:  # the raw config, unvalidated: only where to write and under which release
             raw, _ = config_mapping(source, None, options)
             output_url = output_url or raw.get("output_url")
@@ -362,7 +415,7 @@ def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
 def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
                  trigger: dict[str, Any] | None = None,
                  storage_options: dict[str, Any] | None = None,
-                 dask_address: str | None = None) -> State[Any]:
+                 dask_address: str | None = None, origin: str | None = None) -> State[Any]:
     """Decide whether a release candidate may be published.
 
     Args:
@@ -375,6 +428,8 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
         storage_options: fsspec options to read the config (never credentials).
         dask_address: a Dask scheduler for a partitioned release's per-partition work (a
             folder of Parquet files); without it the partitions are read one after another.
+        origin: where ``config`` and ``overrides`` came from, for the decision's provenance
+            ("command line" from ``riskgate gate``; default "parameter").
 
     Returns:
         The final state; its data is the outcome (verdict, exit_code, folder, decision and
@@ -386,7 +441,7 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
     run_id = str(runtime_flow_run.id or f"local-{uuid.uuid4()}")
     try:
         return _gate_run(log, run_id, config, overrides, trigger, storage_options,
-                         dask_address)
+                         dask_address, origin)
     except TerminationSignal:  # SIGTERM: an ERROR decision and verdict, then Prefect's own end
         leave_soon()
         outcome = _fail_before_gate(Terminated(STOPPED), run_id, config, trigger, {}, {}, log)
@@ -433,18 +488,30 @@ def _steps(gate: Gate, options: Mapping[str, Any], steps: PrefectSteps,
 
 def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, config: Any,
               overrides: dict[str, Any] | None, trigger: dict[str, Any] | None,
-              storage_options: dict[str, Any] | None, dask_address: str | None = None
-              ) -> State[Any]:
+              storage_options: dict[str, Any] | None, dask_address: str | None = None,
+              origin: str | None = None) -> State[Any]:
     base_options = dict(storage_options or {})
     context: dict[str, Any] = {}
+    payload: TriggerPayload | None = None
     try:
         check_storage_options(base_options, "storage_options parameter")
-        payload, context, payload_config = _trigger(trigger)
-        merged = {**(payload.overrides() if payload else {}), **dict(overrides or {})}
-        source = payload_config or config
-        if source is None:
-            source = _nightly_config()
-        gate = load_gate(source, merged, base_options)
+        if trigger is not None:  # pinned rules: the payload names the release, nothing else
+            raw = _event_payload(trigger)
+            context = _trigger_context(trigger, raw)
+            source = _pinned_config(config)
+            pinned = load_gate(source, None, base_options)
+            payload = parse_payload(raw, context["trigger"]["event_id"], pinned.config.trigger,
+                                    pinned.source)
+            context["trigger"]["checksums"] = dict(payload.checksums)
+            merged = payload.overrides()
+            origins = {"config": "deployment", **{k: "payload" for k in merged}}
+        else:
+            source = config if config is not None else _nightly_config()
+            merged = dict(overrides or {})
+            given = origin or "parameter"
+            origins = {"config": given if config is not None else "deployment",
+                       **{k: given for k in merged}}
+        gate = load_gate(source, merged, base_options, origins)
         options = resolve_storage_options(gate.config, base_options)
         signer = _signer(gate)
     except RiskgateError as exc:

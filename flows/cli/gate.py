@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"release gate [bold]{gate.config.release_id}[/]: running...")
         with prefect_api(), progress_bars():
             state = flow_fn(config=args.config, overrides=over, storage_options=options,
-                            return_state=True, **params)
+                            origin="command line", return_state=True, **params)
     outcome = outcome_of(state)
     if outcome is None:
         console.print(redact_text(f"error: the gate run ended {state.type.value} without a "

@@ -37,6 +37,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     d.add_argument("--prefect-file", default=DEFAULT_PREFECT_FILE, dest="prefect_file")
     d.add_argument("--nightly-config", dest="nightly_config", help="config URL of the "
                    "nightly re-check (activates its schedule)")
+    d.add_argument("--trigger-config", dest="trigger_config", help="config URL that pins the "
+                   "triggered gate's rules: its policy, original and output folder; a trigger "
+                   "payload names only the release (release_id, released, control, checksums "
+                   "and what the config's trigger.allow lists)")
     d.set_defaults(handler=cmd_deploy)
 
     ds = sub.add_parser("deployments", parents=[common],
@@ -71,11 +75,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     e.add_argument("--release", required=True, help="release id")
     e.add_argument("--released", "--url", dest="released", required=True,
                    help="URL of the released table")
-    e.add_argument("--config", help="gate config URL (default: the deployment's)")
-    for key in ("original", "control", "identification", "policy"):
-        e.add_argument(f"--{key}", default=None, help=f"URL of the {key} (overrides the "
-                       "config's)")
-    e.add_argument("--output", dest="output_url", help="output URL (overrides the config)")
+    for key in ("control", "identification"):
+        e.add_argument(f"--{key}", default=None, help=f"URL of the {key} table (the "
+                       "identification table only where the pinned config's trigger.allow "
+                       "lists it)")
     e.add_argument("--no-checksums", action="store_true", dest="no_checksums",
                    help="do not send the files' SHA-256 (the gate then cannot verify them)")
     e.add_argument("--wait", action="store_true", help="wait for the verdict event")
@@ -159,6 +162,16 @@ def set_nightly(config_url: str) -> None:
             client.update_deployment_schedule(dep.id, sched.id, active=True)
 
 
+def set_trigger_config(config_url: str) -> None:
+    """The triggered gate's pinned config URL (a Prefect Variable the flow reads)."""
+    from prefect.variables import Variable
+
+    from ..release_gate import TRIGGER_CONFIG_VARIABLE
+
+    check_url(config_url, "--trigger-config")
+    Variable.set(TRIGGER_CONFIG_VARIABLE, config_url, overwrite=True)
+
+
 def cmd_deploy(args: argparse.Namespace) -> int:
     from ..limits import ensure_defaults
 
@@ -184,6 +197,12 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     else:
         out.print("nightly re-check: schedule inactive until 'riskgate deploy "
                   "--nightly-config URL'")
+    if args.trigger_config:
+        set_trigger_config(args.trigger_config)
+        out.print("triggered gate: config pinned")
+    else:
+        out.print("triggered gate: every triggered run ends ERROR until 'riskgate deploy "
+                  "--trigger-config URL' pins its config")
     return 0
 
 
@@ -237,11 +256,17 @@ def post_event(api: str, event: dict[str, Any]) -> None:
     """Deliver one event synchronously (the API answers 204 once it has it)."""
     import httpx
 
+    from ..local_api import auth_headers, refused
+
     try:
-        response = httpx.post(f"{api.rstrip('/')}/events", json=[event], timeout=10.0)
+        response = httpx.post(f"{api.rstrip('/')}/events", json=[event], timeout=10.0,
+                              headers=auth_headers())
     except httpx.HTTPError as exc:
         raise NotDelivered(f"the event was not delivered: {type(exc).__name__} from {api}"
                            ) from None
+    denied = refused(response.status_code, api)
+    if denied is not None:
+        raise denied
     if response.status_code >= 300:
         raise NotDelivered(f"the event was not delivered: the API answered "
                            f"{response.status_code}")
@@ -256,10 +281,14 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
                        "resource": {"id": [f"riskgate.release.{release_id}"]},
                        "related": {"id": [f"prefect.event.{event_id}"]},
                        "occurred": {"since": since}}, "limit": 10}
+    from ..local_api import auth_headers
+
     deadline = time.monotonic() + timeout
+    headers = auth_headers()
     while time.monotonic() < deadline:
         try:
-            response = httpx.post(f"{api.rstrip('/')}/events/filter", json=body, timeout=10.0)
+            response = httpx.post(f"{api.rstrip('/')}/events/filter", json=body, timeout=10.0,
+                                  headers=headers)
             events = response.json().get("events", []) if response.status_code == 200 else []
         except httpx.HTTPError:
             events = []
@@ -277,12 +306,12 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
     options = storage_options(args)
     payload: dict[str, Any] = {"release_id": args.release, "released": args.released}
-    for key in ("config", "original", "control", "identification", "output_url", "policy"):
+    for key in ("control", "identification"):
         if getattr(args, key, None):
             payload[key] = getattr(args, key)
     if not args.no_checksums:
         payload["checksums"] = {k: file_sha256(payload[k], options)
-                                for k in ("released", "original", "control", "identification")
+                                for k in ("released", "control", "identification")
                                 if payload.get(k)}
     parse_payload(payload)  # the gate's own validation, before anything leaves
     api = api_url()

@@ -99,8 +99,9 @@ def test_prefect_yaml_validates_and_entrypoints_import():
     triggered = next(d for d in deployments if d["name"] == "on-anonymization")
     trigger = triggered["triggers"][0]
     assert trigger["expect"] == ["riskgate.anonymization.completed"]
-    assert set(trigger["parameters"]["trigger"]) == {"event_id", "event", "occurred",
-                                                     "payload"}
+    # the event's id and time only: the flow reads the payload from the event store, so that
+    # nothing a pipeline put in it becomes a stored flow-run parameter (issue 26)
+    assert set(trigger["parameters"]["trigger"]) == {"event_id", "event", "occurred"}
     DeploymentEventTrigger(**{k: v for k, v in trigger.items() if k != "type"})
     scheduled = next(d for d in deployments if d["name"] == "nightly-recheck")
     assert scheduled["schedules"][0]["active"] is False  # until its config URL is set

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +65,16 @@ def ops(prefect_server, s3, tmp_path_factory):
     for name, doc in policies.items():
         client.put_object(Bucket="ops-config", Key=name, Body=yaml.safe_dump(doc).encode())
     client.put_object(Bucket="ops-config", Key="gate.yaml", Body=yaml.safe_dump(base).encode())
+    strict = {**base, "policy": "strict.yaml"}
+    client.put_object(Bucket="ops-config", Key="gate-strict.yaml",
+                      Body=yaml.safe_dump(strict).encode())
     review = {**base, "policy": "review.yaml", "review": "pause", "review_timeout_s": 600}
     client.put_object(Bucket="ops-config", Key="gate-review.yaml",
                       Body=yaml.safe_dump(review).encode())
 
-    deployed = _run(RISKGATE + ["deploy"], env)
+    deployed = _run(RISKGATE + ["deploy", "--trigger-config", PINNED], env)
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    assert "triggered gate: config pinned" in deployed.stdout
     assert _run(RISKGATE + ["limits", "--gate", "5"], env).returncode == 0
     worker = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool",
                                "riskgate-process", "--limit", "10"],
@@ -84,11 +90,29 @@ def ops(prefect_server, s3, tmp_path_factory):
         worker.wait(timeout=30)
 
 
-def _emit(ops: dict[str, Any], release: str, *extra: str, wait: bool = True
+PINNED = "s3://ops-config/gate.yaml"
+
+
+@contextmanager
+def _pinned(url: str) -> Iterator[None]:
+    """The triggered gate's pinned config for a while (what riskgate deploy
+    --trigger-config sets), then back to the module's."""
+    from prefect.variables import Variable
+
+    from riskgate.flows.release_gate import TRIGGER_CONFIG_VARIABLE
+
+    Variable.set(TRIGGER_CONFIG_VARIABLE, url, overwrite=True)
+    try:
+        yield
+    finally:
+        Variable.set(TRIGGER_CONFIG_VARIABLE, PINNED, overwrite=True)
+
+
+def _emit(ops: dict[str, Any], release: str, *extra: str, wait: bool = True,
+          released: str = "s3://ops-data/census/released-v2.csv"
           ) -> subprocess.CompletedProcess:
-    cmd = RISKGATE + ["emit-anonymized", "--release", release,
-                      "--released", "s3://ops-data/census/released-v2.csv",
-                      "--config", "s3://ops-config/gate.yaml", *extra]
+    cmd = RISKGATE + ["emit-anonymized", "--release", release, "--released", released,
+                      *extra]
     if wait:
         cmd += ["--wait", "--timeout", "240"]
     return _run(cmd, ops["env"])
@@ -129,12 +153,11 @@ def _artifacts(run_id: str) -> dict[str, Any]:
 
 
 def test_triggered_runs_gate_the_emitted_file_and_end_in_verdict_states(ops):
-    emitted = {
-        "ops-approved": _emit(ops, "ops-approved"),
-        "ops-rejected": _emit(ops, "ops-rejected", "--policy", "s3://ops-config/strict.yaml"),
-        "ops-error": _emit(ops, "ops-error", "--original", "s3://ops-data/census/nope.csv",
-                           "--no-checksums"),
-    }
+    emitted = {"ops-approved": _emit(ops, "ops-approved")}
+    with _pinned("s3://ops-config/gate-strict.yaml"):  # the custodian tightened the policy
+        emitted["ops-rejected"] = _emit(ops, "ops-rejected")
+    emitted["ops-error"] = _emit(ops, "ops-error", "--no-checksums",
+                                 released="s3://ops-data/census/nope.csv")
     codes = {r: e.returncode for r, e in emitted.items()}
     assert codes == {"ops-approved": 0, "ops-rejected": 1, "ops-error": 3}, {
         r: e.stdout + e.stderr for r, e in emitted.items()}
@@ -157,6 +180,14 @@ def test_triggered_runs_gate_the_emitted_file_and_end_in_verdict_states(ops):
     assert released["url"] == "s3://ops-data/census/released-v2.csv"
     assert released["sha256"] == ops["v2_sha"] == approved["trigger"]["checksums"]["released"]
     assert "nope.csv" in _decision(ops, "ops-error")["reasons"][0]
+    prov = approved["provenance"]  # where every input came from
+    assert prov["config"] == {**prov["config"], "source": "deployment", "url": PINNED}
+    assert len(prov["config"]["sha256"]) == 64 and len(prov["policy"]["sha256"]) == 64
+    assert prov["released"]["source"] == "payload" and prov["original"]["source"] == "config"
+    assert prov["released"]["sha256"] == ops["v2_sha"]
+    # the flow run's parameters hold the event's id and time, never its payload
+    run = _flow_run(approved["flow_run_id"])
+    assert set(run.parameters["trigger"]) == {"event_id", "event", "occurred"}
 
 
 def test_the_compose_demo_runs_outside_docker(ops):
@@ -164,15 +195,16 @@ def test_the_compose_demo_runs_outside_docker(ops):
     import os
 
     env = {**ops["env"], "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["sh", "docker/demo.sh"], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "verdict: NEEDS_REVIEW" in done.stdout
-    # the same wait with another expectation fails: the compose run exits non-zero
-    wrong = _run(RISKGATE + ["emit-anonymized", "--release", "census-demo-2026", "--released",
-                             "s3://riskgate-data/census/released.csv", "--config",
-                             "s3://riskgate-config/gate.yaml", "--wait", "--timeout", "240",
-                             "--expect", "APPROVED"], ops["env"])
+    with _pinned("s3://riskgate-config/gate.yaml"):  # as compose's deploy service pins it
+        done = subprocess.run(["sh", "docker/demo.sh"], env=env, cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "verdict: NEEDS_REVIEW" in done.stdout
+        # the same wait with another expectation fails: the compose run exits non-zero
+        wrong = _run(RISKGATE + ["emit-anonymized", "--release", "census-demo-2026",
+                                 "--released", "s3://riskgate-data/census/released.csv",
+                                 "--wait", "--timeout", "240", "--expect", "APPROVED"],
+                     ops["env"])
     assert wrong.returncode not in (0, 2) and "APPROVED" in wrong.stdout + wrong.stderr
 
 
@@ -201,12 +233,11 @@ def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
     from prefect.client.schemas.objects import StateType
     from prefect.flow_runs import resume_flow_run
 
-    paused_emit = _run(RISKGATE + ["emit-anonymized", "--release", "ops-review", "--released",
-                                   "s3://ops-data/census/released-v2.csv", "--config",
-                                   "s3://ops-config/gate-review.yaml"], ops["env"])
-    assert paused_emit.returncode == 0, paused_emit.stderr
+    with _pinned("s3://ops-config/gate-review.yaml"):
+        paused_emit = _emit(ops, "ops-review", wait=False)
+        assert paused_emit.returncode == 0, paused_emit.stderr
+        paused = wait_for_paused_run("ops-review")  # its config was read: pinned back below
     with get_client(sync_client=True) as client:
-        paused = wait_for_paused_run("ops-review")
         # the report and measures exist before the reviewer is asked; decision.json does not
         keys = [o["Key"] for o in ops["s3"].client().list_objects_v2(
             Bucket="ops-out", Prefix="riskgate/ops-review/").get("Contents", [])]
@@ -222,7 +253,7 @@ def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
         # ... so five more gates run while the review waits
         emits = [subprocess.Popen(RISKGATE + [
             "emit-anonymized", "--release", f"ops-slot-{i}", "--released",
-            "s3://ops-data/census/released-v2.csv", "--config", "s3://ops-config/gate.yaml"],
+            "s3://ops-data/census/released-v2.csv"],
             env=ops["env"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for i in range(5)]
         assert all(p.wait(timeout=120) == 0 for p in emits)
@@ -271,10 +302,8 @@ def _pause_description(run_id: Any) -> str:
 def test_a_trigger_whose_config_cannot_be_read_ends_error_for_the_waiting_pipeline(ops):
     """A run that fails before its gate starts still answers the event that triggered it:
     ``--wait`` gets the ERROR verdict at once, not after its timeout."""
-    done = _run(RISKGATE + ["emit-anonymized", "--release", "ops-no-config", "--released",
-                            "s3://ops-data/census/released-v2.csv", "--config",
-                            "s3://ops-config/missing.yaml", "--wait", "--timeout", "200"],
-                ops["env"])
+    with _pinned("s3://ops-config/missing.yaml"):
+        done = _emit(ops, "ops-no-config")
     assert done.returncode == 3, done.stdout + done.stderr
     assert "verdict: ERROR" in done.stdout and "missing.yaml" in done.stdout  # not a timeout
 
@@ -322,3 +351,119 @@ def test_a_fresh_prefect_home_gate_runs_with_a_private_server(tmp_path, example_
     assert done.returncode in (0, 1, 2), done.stdout + done.stderr
     assert "verdict:" in done.stdout and "Traceback" not in done.stdout + done.stderr
     assert list(Path(tmp_path / "out").rglob("decision.json"))
+
+
+PLANTED = "PLANTED-S3CRET-7f3a"
+
+
+def _post(ops: dict[str, Any], release: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A raw event as a hostile pipeline would send it (not through emit-anonymized, which
+    refuses these payloads before sending), and the verdict its run answers with."""
+    from datetime import UTC, datetime
+
+    from riskgate.flows.cli.ops import post_event, wait_for_verdict
+
+    api = ops["env"]["PREFECT_API_URL"]
+    event_id = str(uuid.uuid4())
+    since = datetime.now(UTC).isoformat()
+    post_event(api, {"id": event_id, "occurred": since,
+                     "event": "riskgate.anonymization.completed",
+                     "resource": {"prefect.resource.id": f"riskgate.release.{release}"},
+                     "related": [], "payload": {"release_id": release, **payload}})
+    return wait_for_verdict(api, release, event_id, since, 240)
+
+
+def test_the_judged_pipeline_cannot_choose_its_rules(ops):
+    """Issue 26's table: each payload that named the rules it is judged by got APPROVED; now
+    each ends ERROR naming the key and the pinned config, and nothing is written outside the
+    config's output folder."""
+    v2 = "s3://ops-data/census/released-v2.csv"
+    cases = {
+        "steer-policy": ({"released": v2, "policy": "s3://ops-config/lax.yaml"}, "policy"),
+        "steer-config": ({"released": v2, "config": "s3://ops-config/other.yaml"}, "config"),
+        "steer-original": ({"released": v2, "original": "s3://ops-data/unrelated.csv"},
+                           "original"),
+        "steer-output": ({"released": v2, "output_url": "s3://ops-out/riskgate/ops-rejected"},
+                         "output_url"),
+        "steer-unknown": ({"released": v2, "seed": 1}, "seed"),
+        "steer-identification": ({"released": v2, "identification": v2}, "identification"),
+    }
+    for release, (payload, key) in cases.items():
+        verdict = _post(ops, release, payload)
+        reasons = " ".join(verdict.get("reasons") or [])
+        assert verdict.get("verdict") == "ERROR", (release, verdict)
+        assert f"payload key '{key}'" in reasons and "gate.yaml" in reasons, reasons
+        decision = _decision(ops, release)  # under <config output_url>/<release_id>/<run>/
+        assert decision["verdict"] == "ERROR" and decision["approved"] is False
+    # nothing was planted beside another release's run
+    keys = [o["Key"] for o in ops["s3"].client().list_objects_v2(
+        Bucket="ops-out", Prefix="riskgate/ops-rejected/").get("Contents", [])]
+    assert len([k for k in keys if k.endswith("decision.json")]) == 1
+
+
+def test_a_released_url_outside_the_allowed_prefixes_is_refused(ops):
+    pinned = yaml.safe_load(ops["s3"].client().get_object(
+        Bucket="ops-config", Key="gate.yaml")["Body"].read())
+    pinned["trigger"] = {"released_prefixes": ["s3://ops-data/census/"]}
+    ops["s3"].client().put_object(Bucket="ops-config", Key="gate-prefixed.yaml",
+                                  Body=yaml.safe_dump(pinned).encode())
+    with _pinned("s3://ops-config/gate-prefixed.yaml"):
+        inside = _emit(ops, "ops-inside")
+        outside = _post(ops, "ops-outside", {"released": "s3://ops-data/other/released.csv"})
+        escape = _post(ops, "ops-escape",
+                       {"released": "s3://ops-data/census/../other/released.csv"})
+    assert inside.returncode == 0, inside.stdout + inside.stderr
+    for verdict in (outside, escape):
+        assert verdict["verdict"] == "ERROR", verdict
+        assert "outside every trigger.released_prefixes" in " ".join(verdict["reasons"])
+
+
+def test_a_secret_in_a_payload_never_reaches_the_flow_runs(ops, prefect_server):
+    """The payload is refused (credentials), and since the trigger hands the flow the event's
+    id alone, the secret is in no flow run's parameters, through the API or in the server's
+    database (the event itself is the pipeline's, stored as sent)."""
+    import sqlite3
+
+    from prefect.client.orchestration import get_client
+
+    verdict = _post(ops, "ops-secret", {
+        "released": f"s3://AKIAIOSFODNN7EXAMPLE:{PLANTED}@ops-data/census/released-v2.csv"})
+    assert verdict["verdict"] == "ERROR" and "carries credentials" in " ".join(
+        verdict["reasons"])
+    assert PLANTED not in json.dumps(verdict)
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(limit=200)
+        assert runs and not [r.id for r in runs if PLANTED in json.dumps(
+            r.parameters, default=str) or PLANTED in (r.state.message or "" if r.state else "")]
+    database = Path(prefect_server.home) / "prefect.db"
+    assert database.exists(), list(Path(prefect_server.home).iterdir())
+    with sqlite3.connect(database) as db:
+        for table in ("flow_run", "task_run", "log", "artifact", "flow_run_state",
+                      "variable"):
+            rows = db.execute(f"SELECT * FROM {table}").fetchall()  # noqa: S608 (fixed names)
+            assert not [r for r in rows if PLANTED in repr(r)], table
+
+
+def test_an_unauthenticated_emit_is_refused_with_one_line(tmp_path, monkeypatch):
+    """The README's server set-up turns on Prefect's authentication: a client without
+    PREFECT_API_AUTH_STRING is refused, exit 3, one line that says what to set."""
+    import os
+
+    from riskgate.flows.local_api import private_server
+
+    monkeypatch.setenv("PREFECT_SERVER_API_AUTH_STRING", "riskgate:test-only")
+    monkeypatch.setenv("PREFECT_API_AUTH_STRING", "riskgate:test-only")
+    with private_server(home=str(tmp_path / "auth-home")) as url:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+        base.update(PREFECT_API_URL=url, PREFECT_HOME=str(tmp_path / "client-home"))
+        cmd = RISKGATE + ["emit-anonymized", "--release", "auth", "--released",
+                          str(tmp_path), "--no-checksums"]
+        refused = _run(cmd, base, timeout=120)
+        assert refused.returncode == 3, refused.stdout + refused.stderr
+        lines = [ln for ln in (refused.stdout + refused.stderr).splitlines() if ln.strip()]
+        assert len(lines) == 1 and "requires authentication" in lines[0], lines
+        assert "PREFECT_API_AUTH_STRING" in lines[0] and "Traceback" not in refused.stderr
+        allowed = _run(cmd, {**base, "PREFECT_API_AUTH_STRING": "riskgate:test-only"},
+                       timeout=120)
+        assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+        assert "emitted riskgate.anonymization.completed" in allowed.stdout

@@ -227,6 +227,29 @@ def check_output_location(url: str, options: Mapping[str, Any] | None = None) ->
                               "creates buckets: create it, or fix the name")
 
 
+#: the content type each output is stored with, so that a report link opens in the browser
+#: instead of downloading (S3 and GCS otherwise store binary/octet-stream)
+CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".json": "application/json",
+                 ".sig": "application/json", ".parquet": "application/vnd.apache.parquet",
+                 ".csv": "text/csv; charset=utf-8"}
+
+
+def content_type(url: str) -> str:
+    """The content type of an output by its name (application/octet-stream otherwise)."""
+    suffix = posixpath.splitext(url.rsplit("/", 1)[-1])[1].lower()
+    return CONTENT_TYPES.get(suffix, "application/octet-stream")
+
+
+def _type_options(url: str) -> dict[str, str]:
+    """The open() keyword that sets the stored object's content type, by store."""
+    proto = protocol(url)
+    if proto in ("s3", "s3a"):
+        return {"ContentType": content_type(url)}
+    if proto in ("gs", "gcs"):
+        return {"content_type": content_type(url)}
+    return {}
+
+
 def write_bytes(url: str, data: bytes, options: Mapping[str, Any] | None = None,
                 *, overwrite: bool = False) -> None:
     """Write one object; refuses to overwrite unless asked (previous runs are never replaced).
@@ -243,7 +266,7 @@ def write_bytes(url: str, data: bytes, options: Mapping[str, Any] | None = None,
             parent = os.path.dirname(path)
             if parent:
                 os.makedirs(parent, exist_ok=True)
-        with fs.open(path, "wb") as fh:
+        with fs.open(path, "wb", **_type_options(url)) as fh:
             fh.write(data)
     except StorageError:
         raise

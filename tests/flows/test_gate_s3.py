@@ -35,6 +35,12 @@ def test_gate_on_s3_inputs_and_outputs(s3, example_files):
     assert keys == [f"out/itest/{run_id}/{f}" for f in (
         "decision.json", "measures.json", "per_record.parquet", "report.html",
         "validation.json")]
+    types = {k.rsplit("/", 1)[-1]: client.head_object(Bucket=bucket, Key=k)["ContentType"]
+             for k in keys}  # the report link opens in the browser, it does not download
+    assert types == {"decision.json": "application/json", "measures.json": "application/json",
+                     "per_record.parquet": "application/vnd.apache.parquet",
+                     "report.html": "text/html; charset=utf-8",
+                     "validation.json": "application/json"}
     body = client.get_object(Bucket=bucket, Key=f"out/itest/{run_id}/decision.json")["Body"]
     decision = json.loads(body.read())
     assert decision["verdict"] == "APPROVED"

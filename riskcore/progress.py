@@ -43,6 +43,32 @@ def listen(listener: Listener) -> Iterator[None]:
             _listeners.remove(listener)
 
 
+#: step listener(label, seconds): a gate step or a measure family has finished
+StepListener = Callable[[str, float], None]
+_step_listeners: list[StepListener] = []
+
+
+@contextmanager
+def listen_steps(listener: StepListener) -> Iterator[None]:
+    """Call ``listener`` whenever a gate step or a family finishes while the block runs."""
+    with _lock:
+        _step_listeners.append(listener)
+    try:
+        yield
+    finally:
+        with _lock:
+            _step_listeners.remove(listener)
+
+
+def finished(label: str, seconds: float) -> None:
+    """Report that the step or family ``label`` took ``seconds``."""
+    for fn in tuple(_step_listeners):
+        try:
+            fn(label, float(seconds))
+        except Exception:  # a broken progress display must never break a gate
+            pass
+
+
 def tick(step: str, done: int, total: int | None = None) -> None:
     """Report that ``done`` of ``total`` units of ``step`` are finished."""
     if not _listeners:

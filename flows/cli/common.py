@@ -18,8 +18,18 @@ from riskcore.errors import ConfigError, InputError
 from riskcore.redact import redact, redact_text
 from riskcore.storage import check_storage_options
 
-console = Console(stderr=True)
-out = Console()
+#: off a terminal (CI, cron, a pipe): full lines, never cut at 80 columns
+_PIPE_WIDTH = 240
+
+
+def _console(stderr: bool) -> Console:
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=_PIPE_WIDTH,
+                                                   soft_wrap=True)
+
+
+console = _console(stderr=True)
+out = _console(stderr=False)
 
 #: environment variable with JSON fsspec options for every URL the CLI reads (no secrets)
 STORAGE_ENV = "RISKGATE_STORAGE_OPTIONS"
@@ -72,7 +82,9 @@ def write_json(doc: Any, target: str, schema: str | None = None) -> None:
 def progress_bars() -> Iterator[None]:
     """Rich progress bars (count, elapsed, ETA) for every label riskcore ticks under.
 
-    Drawn on stderr and only on a terminal; pipelines see nothing of them.
+    Drawn on stderr on a terminal; off a terminal (CI, cron) one line per gate step and per
+    measure family as each finishes, with its elapsed time, so that a log is never silent for
+    minutes.
     """
     from rich.progress import (
         BarColumn,
@@ -86,7 +98,11 @@ def progress_bars() -> Iterator[None]:
     from riskcore import progress
 
     if not console.is_terminal:
-        yield
+        def on_step(label: str, seconds: float) -> None:
+            console.print(f"  {label}: {seconds:.1f} s", markup=False, highlight=False)
+
+        with progress.listen_steps(on_step):
+            yield
         return
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=console,

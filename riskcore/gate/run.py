@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from .. import progress
 from ..alignment import Alignment, align_tables
 from ..data import ColumnType, EncodedTable, encode_tables, looks_numeric
 from ..errors import ConfigError, InputError, RiskgateError, StorageError
@@ -149,7 +150,11 @@ def measure(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
     """Run one family (see :func:`riskcore.measures.run_measure`)."""
     from ..measures import run_measure
 
-    return run_measure(name, inputs, params)
+    t0 = time.perf_counter()
+    try:
+        return run_measure(name, inputs, params)
+    finally:
+        progress.finished(f"measure {name}", time.perf_counter() - t0)
 
 
 def measure_error(exc: BaseException) -> str:
@@ -376,7 +381,9 @@ class _Run:
         try:
             return fn()
         finally:
-            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+            took = time.perf_counter() - t0
+            self.timings[name] = self.timings.get(name, 0.0) + took
+            progress.finished(name, took)
 
     def record(self, decision: Decision) -> dict[str, Any]:
         cfg = self.gate.config
@@ -541,8 +548,8 @@ def finish(run: _Run, decision: Decision) -> RunOutcome:
     try:
         written = run.steps.write(run.folder, files, record, run.options)
     except RiskgateError as exc:
-        verdict = Verdict.ERROR
-        reasons.append(f"the outputs could not be written: {redact_text(str(exc))}")
+        verdict = Verdict.ERROR  # the error first: it is why the run ended ERROR
+        reasons.insert(0, f"the outputs could not be written: {redact_text(str(exc))}")
     run.timings["write"] = time.perf_counter() - t0
     report_url = written.get("report.html")
     key = f"{run.gate.config.release_id}/{run.run_id}"

@@ -350,7 +350,14 @@ def test_a_fresh_prefect_home_gate_runs_with_a_private_server(tmp_path, example_
     done = _run(RISKGATE + ["gate", "--config", str(path)], env)
     assert done.returncode in (0, 1, 2), done.stdout + done.stderr
     assert "verdict:" in done.stdout and "Traceback" not in done.stdout + done.stderr
-    assert list(Path(tmp_path / "out").rglob("decision.json"))
+    decisions = list(Path(tmp_path / "out").rglob("decision.json"))
+    assert decisions
+    # output in a pipe: whole lines (the decision's path on one line, never cut at 80
+    # columns), and one line per step and per family as each finishes, with its time
+    assert f"decision: {decisions[0]}" in done.stdout.splitlines()
+    steps = [ln.strip() for ln in done.stderr.splitlines() if ln.startswith("  ")]
+    for step in ("load", "validate", "encode", "measure alc", "measures"):
+        assert any(re.fullmatch(rf"{step}: \d+\.\d s", ln) for ln in steps), (step, steps)
 
 
 PLANTED = "PLANTED-S3CRET-7f3a"

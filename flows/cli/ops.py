@@ -272,6 +272,26 @@ def post_event(api: str, event: dict[str, Any]) -> None:
                            f"{response.status_code}")
 
 
+def triggered_run(api: str, event_id: str, headers: dict[str, str]) -> dict[str, Any] | None:
+    """The flow run our event triggered (the deployment's trigger hands it the event's id),
+    as the API returns it; None until it exists or when the API cannot say."""
+    import httpx
+
+    body = {"deployments": {"name": {"any_": ["on-anonymization"]}},
+            "sort": "EXPECTED_START_TIME_DESC", "limit": 50}
+    try:
+        response = httpx.post(f"{api.rstrip('/')}/flow_runs/filter", json=body, timeout=10.0,
+                              headers=headers)
+        runs = response.json() if response.status_code == 200 else []
+    except (httpx.HTTPError, ValueError):
+        return None
+    for run in runs if isinstance(runs, list) else []:
+        trigger = (run.get("parameters") or {}).get("trigger") or {}
+        if isinstance(trigger, dict) and str(trigger.get("event_id")) == event_id:
+            return dict(run)
+    return None
+
+
 def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeout: float
                      ) -> dict[str, Any]:
     """The verdict event of the run our event triggered (polling the API's event store)."""
@@ -285,6 +305,7 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
 
     deadline = time.monotonic() + timeout
     headers = auth_headers()
+    ended_at: float | None = None
     while time.monotonic() < deadline:
         try:
             response = httpx.post(f"{api.rstrip('/')}/events/filter", json=body, timeout=10.0,
@@ -294,6 +315,17 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
             events = []
         if events:
             return dict(events[0].get("payload") or {})
+        run = triggered_run(api, event_id, headers) or {}
+        state = run.get("state") or {}
+        if state.get("type") in ("CRASHED", "CANCELLED", "FAILED", "COMPLETED"):
+            # a run that ends without its verdict event (its process was killed, the run
+            # cancelled): an ERROR, told at once; a finished run gets a moment for its event
+            ended_at = ended_at or time.monotonic()
+            if state["type"] in ("CRASHED", "CANCELLED") or time.monotonic() - ended_at > 20:
+                return {"verdict": "ERROR", "reasons": [
+                    f"the gate run {run.get('name')} ({run.get('id')}) ended "
+                    f"{state.get('type')} without a verdict: "
+                    f"{redact_text(str(state.get('message') or 'no message'))[:300]}"]}
         time.sleep(2.0)
     raise RiskgateError(f"no verdict for release {release_id} within {timeout:.0f} s; is a "
                         "worker running (prefect worker start --pool riskgate-process)?")

@@ -474,3 +474,45 @@ def test_an_unauthenticated_emit_is_refused_with_one_line(tmp_path, monkeypatch)
                        timeout=120)
         assert allowed.returncode == 0, allowed.stdout + allowed.stderr
         assert "emitted riskgate.anonymization.completed" in allowed.stdout
+
+
+def _processes_of_run(run_id: Any) -> list[int]:
+    """The processes running a flow run (the worker starts them with its id in their
+    environment)."""
+    import os
+
+    marker = f"PREFECT__FLOW_RUN_ID={run_id}".encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            found.append(int(pid))
+    return found
+
+
+def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):
+    """SIGKILL the gate's process mid-run (here while its review waits): the run is Crashed
+    with no verdict event, and emit-anonymized --wait says so and exits 3 within seconds,
+    not after its timeout."""
+    import os
+    import signal
+
+    with _pinned("s3://ops-config/gate-review.yaml"):
+        waiting = subprocess.Popen(
+            RISKGATE + ["emit-anonymized", "--release", "ops-killed", "--released",
+                        "s3://ops-data/census/released-v2.csv", "--wait", "--timeout", "600"],
+            env=ops["env"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+        paused = wait_for_paused_run("ops-killed")
+    pids = _processes_of_run(paused.id)
+    assert pids, "the paused run's process was not found"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    out, _ = waiting.communicate(timeout=120)
+    assert waiting.returncode == 3, out
+    assert time.monotonic() - t0 < 60
+    assert "verdict: ERROR" in out and "without a verdict" in out, out

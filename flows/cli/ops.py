@@ -37,6 +37,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     d.add_argument("--prefect-file", default=DEFAULT_PREFECT_FILE, dest="prefect_file")
     d.add_argument("--nightly-config", dest="nightly_config", help="config URL of the "
                    "nightly re-check (activates its schedule)")
+    d.add_argument("--no-nightly", action="store_true", dest="no_nightly",
+                   help="deactivate the nightly re-check (a plain redeploy keeps it as it was)")
     d.add_argument("--trigger-config", dest="trigger_config", help="config URL that pins the "
                    "triggered gate's rules: its policy, original and output folder; a trigger "
                    "payload names only the release (release_id, released, control, checksums "
@@ -162,6 +164,24 @@ def set_nightly(config_url: str) -> None:
             client.update_deployment_schedule(dep.id, sched.id, active=True)
 
 
+def _nightly_config_set() -> str | None:
+    """The nightly re-check's config URL a previous deploy set, if any."""
+    from prefect.variables import Variable
+
+    from ..release_gate import NIGHTLY_CONFIG_VARIABLE
+
+    value = Variable.get(NIGHTLY_CONFIG_VARIABLE, default=None)
+    return str(value) if value else None
+
+
+def _unset_nightly() -> None:
+    from prefect.variables import Variable
+
+    from ..release_gate import NIGHTLY_CONFIG_VARIABLE
+
+    Variable.unset(NIGHTLY_CONFIG_VARIABLE)
+
+
 def set_trigger_config(config_url: str) -> None:
     """The triggered gate's pinned config URL (a Prefect Variable the flow reads)."""
     from prefect.variables import Variable
@@ -191,9 +211,14 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         raise ConfigError("prefect deploy failed: " + redact_text(
             (done.stderr or done.stdout).strip()[-800:]))
     out.print("deployed: release-gate/nightly-recheck, release-gate/on-anonymization")
-    if args.nightly_config:
-        set_nightly(args.nightly_config)
-        out.print("nightly re-check: config set, schedule active")
+    kept = None if args.nightly_config or args.no_nightly else _nightly_config_set()
+    if args.no_nightly:
+        _unset_nightly()
+        out.print("nightly re-check: deactivated (--no-nightly)")
+    elif args.nightly_config or kept:
+        set_nightly(str(args.nightly_config or kept))
+        out.print("nightly re-check: config set, schedule active" if args.nightly_config else
+                  f"nightly re-check: kept active with {redact_text(str(kept))}")
     else:
         out.print("nightly re-check: schedule inactive until 'riskgate deploy "
                   "--nightly-config URL'")

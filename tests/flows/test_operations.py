@@ -516,3 +516,23 @@ def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):
     assert waiting.returncode == 3, out
     assert time.monotonic() - t0 < 60
     assert "verdict: ERROR" in out and "without a verdict" in out, out
+
+
+def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
+    """A redeploy without --nightly-config kept nothing: the schedule went inactive. Now it
+    stays as configured, and --no-nightly turns it off."""
+    from prefect.client.orchestration import get_client
+
+    def active() -> bool:
+        with get_client(sync_client=True) as client:
+            dep = client.read_deployment_by_name("release-gate/nightly-recheck")
+            return all(s.active for s in client.read_deployment_schedules(dep.id))
+
+    first = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--nightly-config", PINNED],
+                 ops["env"])
+    assert first.returncode == 0 and active(), first.stdout + first.stderr
+    plain = _run(RISKGATE + ["deploy", "--trigger-config", PINNED], ops["env"])
+    assert plain.returncode == 0 and "nightly re-check: kept active" in plain.stdout
+    assert active()
+    off = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--no-nightly"], ops["env"])
+    assert off.returncode == 0 and "deactivated" in off.stdout and not active()

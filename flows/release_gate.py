@@ -32,6 +32,7 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
+from pydantic import Field
 
 from riskcore.errors import ConfigError, RiskgateError
 from riskcore.gate.cleanliness import CleanlinessReport, warm_up
@@ -109,7 +110,8 @@ class ReviewInput(RunInput):
     """What a reviewer enters in the Prefect UI to resume a paused gate run."""
 
     approve: bool
-    reviewer: str = ""
+    reviewer: str = Field(min_length=3, description="who decides (name or e-mail): required, "
+                          "recorded in decision.json")
     comment: str = ""
 
 
@@ -187,7 +189,8 @@ class PrefectSteps:
                    "report_url": None if link else report}
         publish(pending, pending=True)
         under = decision.under_review
-        description = review_description(gate.config.release_id, under, report)
+        description = review_description(gate.config.release_id, under, report,
+                                         gate.config.review_timeout_s)
         for c in under:
             self.log.warning("needs review: %s", check_line(c.to_dict()))
         self.log.info("release %s needs review: pausing for a reviewer (timeout %ss); the gate "
@@ -220,7 +223,8 @@ class PrefectSteps:
             Held(dict(options))))
 
 
-def review_description(release_id: str, under: list[Any], report: str | None) -> str:
+def review_description(release_id: str, under: list[Any], report: str | None,
+                       timeout_s: int) -> str:
     """The pause form's text: what the reviewer is asked to decide, check by check, and where
     the report is."""
     where = (f"[Open the report]({report})" if report and report.startswith(("http://",
@@ -231,8 +235,19 @@ def review_description(release_id: str, under: list[Any], report: str | None) ->
     for c in under:
         value = "n/a" if c.value is None else f"{c.value:.4g}"
         lines.append(f"- {c.figure} = {value} (threshold {c.threshold}): {c.message}")
-    lines += ["", "Approve to publish, or leave 'approve' unticked to reject."]
+    lines += ["", "Approve to publish, or leave 'approve' unticked to reject; your name (or "
+              "e-mail) as reviewer is required and recorded in decision.json. Without an "
+              f"answer within {_duration(timeout_s)} (review_timeout_s in the gate config) "
+              "the release is REJECTED."]
     return "\n".join(lines)
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} hour(s)"
+    if seconds % 60 == 0:
+        return f"{seconds // 60} minute(s)"
+    return f"{seconds} s"
 
 
 def final_state(outcome: RunOutcome) -> State[Any]:

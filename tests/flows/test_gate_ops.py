@@ -161,3 +161,19 @@ def test_partitioned_release_through_the_flow_on_a_dask_scheduler(tmp_path, pref
     names = asyncio.run(task_names())
     assert {"partitioned-load", "partitioned-validate", "partitioned-encode",
             "partitioned-measures", "partitioned-per-record"} <= names
+
+
+def test_a_review_needs_the_reviewers_name_and_states_its_timeout():
+    """Issue 28 item 10: the reviewer is required, and the form says when the review times
+    out into REJECTED (the config's review_timeout_s)."""
+    import pydantic
+
+    from riskgate.flows.release_gate import ReviewInput, review_description
+
+    with pytest.raises(pydantic.ValidationError, match="reviewer"):
+        ReviewInput(approve=True)
+    with pytest.raises(pydantic.ValidationError, match="reviewer"):
+        ReviewInput(approve=True, reviewer="")
+    assert ReviewInput(approve=False, reviewer="dpo@example.org").reviewer == "dpo@example.org"
+    text = review_description("r1", [], "s3://b/report.html", 5400)
+    assert "within 90 minute(s)" in text and "REJECTED" in text and "required" in text

@@ -30,7 +30,7 @@ from riskcore.errors import RiskgateError
 from riskcore.processes import stop_on_sigterm
 from riskcore.redact import install_log_redaction, redact_text
 
-from . import alc, attack, config, example, gate, measure, ops, report, trust
+from . import alc, attack, config, example, gate, history, measure, ops, report, trust
 from .common import console
 
 EXIT_OK = 0
@@ -38,7 +38,7 @@ EXIT_ERROR = 3
 EXIT_USAGE = 64
 EXIT_INTERRUPTED = 130
 
-COMMANDS = (measure, attack, alc, gate, config, report, ops, trust, example)
+COMMANDS = (measure, attack, alc, gate, config, report, ops, history, trust, example)
 
 
 class Parser(argparse.ArgumentParser):

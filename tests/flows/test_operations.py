@@ -536,3 +536,20 @@ def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
     assert active()
     off = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--no-nightly"], ops["env"])
     assert off.returncode == 0 and "deactivated" in off.stdout and not active()
+
+
+def test_history_lists_a_releases_runs_newest_first(ops):
+    """Issue 28 item 12: the release's runs from the output store, with a report link."""
+    first = _emit(ops, "ops-history")
+    second = _emit(ops, "ops-history")
+    assert first.returncode == second.returncode == 0, first.stdout + second.stdout
+    done = _run(RISKGATE + ["history", "ops-history", "--config", PINNED, "--json"],
+                ops["env"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = json.loads(done.stdout)
+    assert len(runs) == 2 and [r["verdict"] for r in runs] == ["APPROVED", "APPROVED"]
+    assert runs[0]["finished_at"] >= runs[1]["finished_at"]
+    assert all(r["started_by"].startswith("event ") for r in runs)
+    assert httpx.get(runs[0]["report"], timeout=10).status_code == 200  # one click away
+    table = _run(RISKGATE + ["history", "ops-history", "--config", PINNED], ops["env"])
+    assert table.returncode == 0 and runs[0]["run_id"] in table.stdout

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 #: listener(label, step, done, total): total None when unknown
 Listener = Callable[[str, str, int, "int | None"], None]
@@ -32,15 +33,20 @@ def scope(label: str) -> Iterator[None]:
 
 
 @contextmanager
-def listen(listener: Listener) -> Iterator[None]:
-    """Call ``listener`` for every tick while the block runs."""
+def _registered(registry: list[Any], listener: Any) -> Iterator[None]:
+    """``listener`` in ``registry`` while the block runs."""
     with _lock:
-        _listeners.append(listener)
+        registry.append(listener)
     try:
         yield
     finally:
         with _lock:
-            _listeners.remove(listener)
+            registry.remove(listener)
+
+
+def listen(listener: Listener) -> AbstractContextManager[None]:
+    """Call ``listener`` for every tick while the block runs."""
+    return _registered(_listeners, listener)
 
 
 #: step listener(label, seconds): a gate step or a measure family has finished
@@ -48,16 +54,9 @@ StepListener = Callable[[str, float], None]
 _step_listeners: list[StepListener] = []
 
 
-@contextmanager
-def listen_steps(listener: StepListener) -> Iterator[None]:
+def listen_steps(listener: StepListener) -> AbstractContextManager[None]:
     """Call ``listener`` whenever a gate step or a family finishes while the block runs."""
-    with _lock:
-        _step_listeners.append(listener)
-    try:
-        yield
-    finally:
-        with _lock:
-            _step_listeners.remove(listener)
+    return _registered(_step_listeners, listener)
 
 
 def finished(label: str, seconds: float) -> None:

@@ -109,9 +109,17 @@ class Partitioned:
         return [int(x) for x in np.cumsum((0, *self.rows))[:-1]]
 
 
+#: names of single files, never of a partitioned table's folder
+_FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".gz", ".bz2", ".xz", ".zst",
+                  ".zip")
+
+
 def is_partitioned(url: str, options: Mapping[str, Any] | None = None) -> bool:
     """Whether ``url`` names a folder (a partitioned table: :func:`discover` reads it, and
-    says what is wrong with a folder that holds no part or a stray file)."""
+    says what is wrong with a folder that holds no part or a stray file). A folder named like
+    a single file (``released.csv/``) is a mistaken path, which reading says is a directory."""
+    if url.rstrip("/").lower().endswith(_FILE_SUFFIXES):
+        return False
     fs, path = filesystem(url, options)
     try:
         return bool(fs.isdir(path))

@@ -103,7 +103,7 @@ def _children_with_names(pid: int) -> dict[int, str]:
 def test_sigterm_mid_run_ends_in_an_error_decision_within_10_s(tmp_path, example_files,
                                                               prefect_server):
     proc = _start(_config(tmp_path, example_files), prefect_server.env())
-    _wait_for(proc, "Task run 'encode")
+    _wait_for(proc, "  encode: ")  # the CLI's own step line: the measures run now
     children = _children_with_names(proc.pid)
     assert any("gx_helper" in c for c in children.values()), children
     t0 = time.monotonic()
@@ -139,7 +139,7 @@ def test_no_child_outlives_a_sigkilled_gate(tmp_path, example_files, when):
                 break
             time.sleep(0.05)
     else:
-        _wait_for(proc, "Beginning flow run")
+        _wait_for(proc, "  load: ")  # the flow runs: its first step is done
         children = _children_with_names(proc.pid)
         assert any("uvicorn" in c or "prefect" in c for c in children.values()), children
     assert any("gx_helper" in c for c in children.values()), children

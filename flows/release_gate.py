@@ -85,6 +85,36 @@ class GateVerdict(Exception):
         return (GateVerdict, (self.outcome,))
 
 
+class VerdictIsNotACrash(logging.Filter):
+    """Prefect's engine logs every run that ends Failed as "Engine execution exited with
+    unexpected exception" at ERROR with a traceback; for a gate, NEEDS_REVIEW and REJECTED are
+    verdicts and ERROR is logged once by the gate itself, so that line becomes one INFO line
+    naming the verdict (alerting on ERROR logs then fires on real errors only)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, GateVerdict):
+            verdict = str(exc.outcome.get("verdict"))
+        elif "GateVerdict: " in (record.exc_text or ""):  # already formatted (redacted)
+            tail = (record.exc_text or "").rsplit("GateVerdict: ", 1)[1]
+            verdict = tail.split(":", 1)[-1].split("(", 1)[0].strip() or "not APPROVED"
+        else:
+            return True
+        record.levelno, record.levelname = logging.INFO, "INFO"
+        record.msg = "the run ended Failed with the gate's verdict %s (a verdict, not a crash)"
+        record.args = (verdict,)
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+_VERDICT_FILTER = VerdictIsNotACrash()
+for _name in ("prefect.flow_runs", "prefect.flow_engine"):
+    if _VERDICT_FILTER not in logging.getLogger(_name).filters:
+        logging.getLogger(_name).addFilter(_VERDICT_FILTER)
+
+
 #: outcomes of the gate runs of this process by flow-run id, until :func:`outcome_of` takes
 #: them: the state Prefect hands back may come from the API without its data (several gate
 #: runs in one process's threads, with result persistence off), and the outcome is not lost

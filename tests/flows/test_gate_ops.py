@@ -177,3 +177,29 @@ def test_a_review_needs_the_reviewers_name_and_states_its_timeout():
     assert ReviewInput(approve=False, reviewer="dpo@example.org").reviewer == "dpo@example.org"
     text = review_description("r1", [], "s3://b/report.html", 5400)
     assert "within 90 minute(s)" in text and "REJECTED" in text and "required" in text
+
+
+def test_a_verdict_is_not_logged_as_a_crash():
+    """Issue 28 item 4: Prefect's engine line for a run that ends Failed becomes one INFO line
+    naming the verdict when the failure is the gate's verdict; other errors stay ERROR."""
+    import logging
+
+    from riskgate.flows.release_gate import GateVerdict, VerdictIsNotACrash
+
+    def record(exc: BaseException) -> logging.LogRecord:
+        try:
+            raise exc
+        except BaseException:
+            import sys
+            return logging.LogRecord("prefect.flow_runs", logging.ERROR, __file__, 1,
+                                     "Engine execution exited with unexpected exception", (),
+                                     sys.exc_info())
+
+    verdict = record(GateVerdict({"release_id": "r", "verdict": "REJECTED", "reasons": []}))
+    assert VerdictIsNotACrash().filter(verdict)
+    assert verdict.levelno == logging.INFO and verdict.exc_info is None
+    assert verdict.getMessage() == ("the run ended Failed with the gate's verdict REJECTED "
+                                    "(a verdict, not a crash)")
+    crash = record(RuntimeError("boom"))
+    assert VerdictIsNotACrash().filter(crash) and crash.levelno == logging.ERROR
+    assert crash.exc_info is not None

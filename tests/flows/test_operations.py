@@ -188,6 +188,20 @@ def test_triggered_runs_gate_the_emitted_file_and_end_in_verdict_states(ops):
     # the flow run's parameters hold the event's id and time, never its payload
     run = _flow_run(approved["flow_run_id"])
     assert set(run.parameters["trigger"]) == {"event_id", "event", "occurred"}
+    # a verdict is not a crash: the rejected run logs no ERROR (issue 28, item 4)
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    rejected = uuid.UUID(_decision(ops, "ops-rejected")["flow_run_id"])
+    with get_client(sync_client=True) as client:
+        for _ in range(20):  # the worker's process sends its last logs a moment later
+            logs = client.read_logs(log_filter=LogFilter(
+                flow_run_id=LogFilterFlowRunId(any_=[rejected])))
+            if any("a verdict, not a crash" in log.message for log in logs):
+                break
+            time.sleep(1)
+    assert any("verdict REJECTED (a verdict, not a crash)" in log.message for log in logs)
+    assert not [log.message for log in logs if log.level >= 40], "ERROR logs for a verdict"
 
 
 def test_the_compose_demo_runs_outside_docker(ops):

@@ -74,9 +74,38 @@ def check_storage_options(options: Mapping[str, Any] | None, where: str = "confi
             "storage.credentials_block")
 
 
+#: JSON fsspec options every process uses for object-store URLs (issue 28): the deployment's
+#: store endpoint, set once in the environment of the worker, the CLI and the pipeline that
+#: emits events; never credentials
+STORAGE_ENV = "RISKGATE_STORAGE_OPTIONS"
+
+
+def deployment_options() -> dict[str, Any]:
+    """``$RISKGATE_STORAGE_OPTIONS`` as a mapping ({} when unset); ConfigError when malformed."""
+    import json
+
+    raw = os.environ.get(STORAGE_ENV)
+    if not raw:
+        return {}
+    try:
+        options = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"${STORAGE_ENV} is not valid JSON ({exc.msg} at character "
+                          f"{exc.pos}); give an object like "
+                          "'{\"endpoint_url\": \"http://host:9000\"}'") from None
+    if not isinstance(options, dict):
+        raise ConfigError(f"${STORAGE_ENV} must be a JSON object")
+    check_storage_options(options, f"${STORAGE_ENV}")
+    return options
+
+
 def effective_options(url: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The storage options for one URL, with riskgate's fail-fast defaults for S3."""
+    """The storage options for one URL: for an object store, the deployment's
+    (``$RISKGATE_STORAGE_OPTIONS``) under the given ones; for S3 riskgate's fail-fast
+    defaults."""
     opts = dict(options or {})
+    if protocol(url) in OBJECT_STORES:
+        opts = {**deployment_options(), **opts}
     if protocol(url) in ("s3", "s3a"):
         config = dict(opts.get("config_kwargs") or {})
         for key, value in FAST_FAIL_S3.items():

@@ -37,9 +37,13 @@ def ops(prefect_server, s3, tmp_path_factory):
     """Config, policy and tables in S3; the gate deployed; a worker polling its pool."""
     from riskcore.examples import write_example
 
-    env = {**prefect_server.env(), "AWS_ENDPOINT_URL": s3.url,
+    # the store's endpoint only the documented way (issue 28, item 1): every process, worker,
+    # CLI and emitting pipeline, has $RISKGATE_STORAGE_OPTIONS; no AWS_ENDPOINT_URL anywhere
+    env = {**prefect_server.env(), "RISKGATE_STORAGE_OPTIONS": json.dumps(
+               {"endpoint_url": s3.url}),
            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1"}
+    env.pop("AWS_ENDPOINT_URL", None)
     files = write_example(tmp_path_factory.mktemp("ops"), n=2000, seed=5)
     client = s3.client()
     for bucket in ("ops-config", "ops-data", "ops-out"):
@@ -208,7 +212,8 @@ def test_the_compose_demo_runs_outside_docker(ops):
     """docker/demo.sh, as the compose `demo` service runs it, against the same server and S3."""
     import os
 
-    env = {**ops["env"], "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {**ops["env"], "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "AWS_ENDPOINT_URL": ops["s3"].url}  # compose's own setting, for demo.sh's s3fs
     with _pinned("s3://riskgate-config/gate.yaml"):  # as compose's deploy service pins it
         done = subprocess.run(["sh", "docker/demo.sh"], env=env, cwd=ROOT, capture_output=True,
                               text=True, timeout=300)

@@ -80,23 +80,28 @@ def check_storage_options(options: Mapping[str, Any] | None, where: str = "confi
 STORAGE_ENV = "RISKGATE_STORAGE_OPTIONS"
 
 
-def deployment_options() -> dict[str, Any]:
-    """``$RISKGATE_STORAGE_OPTIONS`` as a mapping ({} when unset); ConfigError when malformed."""
+def parse_storage_options(raw: str | None, where: str) -> dict[str, Any]:
+    """fsspec options given as JSON text (a flag, an environment variable): {} when empty,
+    ConfigError naming ``where`` when malformed or carrying credentials."""
     import json
 
-    raw = os.environ.get(STORAGE_ENV)
     if not raw:
         return {}
     try:
         options = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"${STORAGE_ENV} is not valid JSON ({exc.msg} at character "
-                          f"{exc.pos}); give an object like "
-                          "'{\"endpoint_url\": \"http://host:9000\"}'") from None
+        raise ConfigError(f"{where} is not valid JSON ({exc.msg} at character {exc.pos}); "
+                          "give an object like '{\"endpoint_url\": \"http://host:9000\"}'"
+                          ) from None
     if not isinstance(options, dict):
-        raise ConfigError(f"${STORAGE_ENV} must be a JSON object")
-    check_storage_options(options, f"${STORAGE_ENV}")
+        raise ConfigError(f"{where} must be a JSON object")
+    check_storage_options(options, where)
     return options
+
+
+def deployment_options() -> dict[str, Any]:
+    """``$RISKGATE_STORAGE_OPTIONS`` as a mapping ({} when unset)."""
+    return parse_storage_options(os.environ.get(STORAGE_ENV), f"${STORAGE_ENV}")
 
 
 def effective_options(url: str, options: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from riskcore import storage as riskcore_storage
 from riskcore.errors import ConfigError, InputError
 from riskcore.redact import redact, redact_text
-from riskcore.storage import check_storage_options
 
 #: off a terminal (CI, cron, a pipe): full lines, never cut at 80 columns
 _PIPE_WIDTH = 240
@@ -32,7 +32,7 @@ console = _console(stderr=True)
 out = _console(stderr=False)
 
 #: environment variable with JSON fsspec options for every URL the CLI reads (no secrets)
-STORAGE_ENV = "RISKGATE_STORAGE_OPTIONS"
+STORAGE_ENV = riskcore_storage.STORAGE_ENV
 
 
 def csv_list(value: str) -> list[str]:
@@ -48,19 +48,10 @@ def add_storage_flag(p: argparse.ArgumentParser) -> None:
 
 def storage_options(args: argparse.Namespace) -> dict[str, Any]:
     """The storage options of a command: --storage-options, else $RISKGATE_STORAGE_OPTIONS."""
+    from riskcore.storage import parse_storage_options
+
     raw = getattr(args, "storage_options", None) or os.environ.get(STORAGE_ENV)
-    if not raw:
-        return {}
-    try:
-        options = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--storage-options / ${STORAGE_ENV} is not valid JSON ({exc.msg} "
-                          f"at character {exc.pos}); give an object like "
-                          "'{\"endpoint_url\": \"http://host:9000\"}'") from None
-    if not isinstance(options, dict):
-        raise ConfigError(f"--storage-options / ${STORAGE_ENV} must be a JSON object")
-    check_storage_options(options, "--storage-options")
-    return options
+    return parse_storage_options(raw, f"--storage-options / ${STORAGE_ENV}")
 
 
 def write_json(doc: Any, target: str, schema: str | None = None) -> None:

@@ -6,8 +6,11 @@
 module path, so a worker runs the gate from the installed package: no pull step, no working
 directory, the same in a checkout and in the image.
 
-Seed 001's 5 gate runs at once is the global concurrency limit ``riskgate-gate`` that every gate
-run takes (deployments, ``serve`` and the CLI alike), not a deployment ``concurrency_limit``:
+Seed 001's 5 gate runs at once is kept twice. At the door, the work pool's concurrency limit
+(``riskgate deploy`` and ``riskgate limits --gate N`` size it): runs beyond it wait Scheduled and
+start no process, and a paused review does not count (Prefect counts Pending and Running runs).
+Inside, the global concurrency limit ``riskgate-gate`` that every gate run takes (deployments,
+``serve`` and the CLI alike), not a deployment ``concurrency_limit``:
 with Prefect 3.8 a deployment limit revokes a paused run's lease, and the run's own lease
 renewal then cancels it about four minutes into a review (observed on a real server). The
 global slot is released while a review waits and taken again to finish.
@@ -23,6 +26,12 @@ import yaml
 from riskcore.gate.trigger import TRIGGER_EVENT
 
 WORK_POOL = "riskgate-process"
+#: seconds between a gate process's heartbeats (Prefect's minimum; the work pool's job
+#: environment sets it) and the silence after which the server declares a gate run lost: its
+#: worker and its process gone (a host or container lost), no hook left to run
+HEARTBEAT_S = 30
+LOST_AFTER_S = 3 * HEARTBEAT_S
+LOST_GATE_AUTOMATION = "riskgate: a gate run that stops beating ends ERROR"
 ENTRYPOINT = "riskgate.flows.release_gate.release_gate"
 NIGHTLY_CRON = "0 2 * * *"
 
@@ -125,3 +134,50 @@ def runner_deployments(config: str | None = None, cron: str = NIGHTLY_CRON) -> l
                                   for t in spec["triggers"]]
         out.append(release_gate.to_deployment(**kwargs))
     return out
+
+
+def lost_gate_automation(deployment_ids: list[str]) -> Any:
+    """The server-side half of "every crash still ends in a verdict" (issue 28): a gate run of
+    these deployments that has sent a heartbeat and then sends nothing, not even a final
+    state, for :data:`LOST_AFTER_S` seconds is set Crashed, named "Error", with the reason in
+    its message (the ERROR verdict's colour and name in the UI; ``emit-anonymized --wait``
+    exits 3). A run whose process died while its worker lives gets the full ERROR verdict
+    (decision, event, tag) from the flow's ``on_crashed`` hook instead; this automation is for
+    the run that nothing on the worker's side survives. Only the deployments' runs are
+    watched: a command-line gate beats every 180 s (Prefect's default) and is never declared
+    lost."""
+    from datetime import timedelta
+
+    from prefect.automations import Automation
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import EventTrigger, Posture
+
+    return Automation(
+        name=LOST_GATE_AUTOMATION,
+        description=("Created by riskgate deploy: a gate run whose process stopped sending "
+                     f"heartbeats for {LOST_AFTER_S} s (its worker and process lost) ends "
+                     "Crashed, named Error: the ERROR verdict."),
+        enabled=True,
+        trigger=EventTrigger(
+            match={"prefect.resource.id": "prefect.flow-run.*"},
+            match_related={"prefect.resource.id": [f"prefect.deployment.{d}"
+                                                   for d in deployment_ids]},
+            # every heartbeat arms it again; only a final state disarms it (a Paused or
+            # Running event between two beats must not: a run killed right after pausing
+            # would never be declared lost)
+            after={"prefect.flow-run.heartbeat"},
+            expect={"prefect.flow-run.heartbeat", "prefect.flow-run.Completed",
+                    "prefect.flow-run.Failed", "prefect.flow-run.Crashed",
+                    "prefect.flow-run.Cancelled"},
+            for_each={"prefect.resource.id"},
+            posture=Posture.Proactive,
+            threshold=1,
+            within=timedelta(seconds=LOST_AFTER_S),
+        ),
+        actions=[ChangeFlowRunState(
+            state=StateType.CRASHED, name="Error",
+            message=(f"ERROR: the gate run stopped sending heartbeats for {LOST_AFTER_S} s "
+                     "(its worker and its process were lost) and reached no verdict; no "
+                     "decision was written: re-run the gate"))],
+    )

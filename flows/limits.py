@@ -86,6 +86,31 @@ def set_limits(gate: int | None = None, trigger_rate: int | None = None
     return out
 
 
+def current_gate_limit() -> int:
+    """The size of the gate limit (the administrator's, else seed 001's default)."""
+    with get_client(sync_client=True) as client:
+        try:
+            return int(client.read_global_concurrency_limit_by_name(GATE_LIMIT).limit)
+        except ObjectNotFound:
+            return DEFAULT_GATE_CONCURRENCY
+
+
+def set_pool_limit(size: int) -> bool:
+    """The gate's work pool takes the same size as its concurrency limit, so that runs beyond
+    it wait Scheduled at the door instead of starting a process that waits for a slot; False
+    when the pool does not exist yet (``riskgate deploy`` sizes it when it creates it)."""
+    from prefect.client.schemas.actions import WorkPoolUpdate
+
+    from .deployments import WORK_POOL
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.update_work_pool(WORK_POOL, WorkPoolUpdate(concurrency_limit=size))
+        except ObjectNotFound:
+            return False
+    return True
+
+
 def ensure_defaults() -> None:
     ensure_limit(GATE_LIMIT, DEFAULT_GATE_CONCURRENCY)
     ensure_limit(TRIGGER_RATE_LIMIT, DEFAULT_TRIGGER_RATE,

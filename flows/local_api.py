@@ -90,7 +90,8 @@ def _free_port() -> int:
 
 @contextmanager
 def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
-                   port: int | None = None, log: str | None = None) -> Iterator[str]:
+                   port: int | None = None, log: str | None = None,
+                   database_url: str | None = None) -> Iterator[str]:
     """A Prefect API on 127.0.0.1 for the duration of the block; yields its URL.
 
     The server's own messages go to a file (``log``, else a temporary one removed afterwards),
@@ -102,6 +103,8 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
         home: a PREFECT_HOME of its own (its SQLite database lives there).
         port: the port (default: a free one).
         log: the file its messages are appended to.
+        database_url: its database (``postgresql+asyncpg://...``, as production runs it);
+            default: SQLite in its home.
     """
     import tempfile
 
@@ -117,6 +120,8 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
     if home:
         env["PREFECT_HOME"] = home
         env.pop("PREFECT_API_DATABASE_CONNECTION_URL", None)
+    if database_url:
+        env["PREFECT_API_DATABASE_CONNECTION_URL"] = database_url
     with (open(log, "a+b") if log
           else tempfile.TemporaryFile(prefix="riskgate-prefect-server-")) as log_file:
         proc = subprocess.Popen(

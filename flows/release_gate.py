@@ -5,12 +5,23 @@ policy -> optional human sign-off -> outputs (decision.json last) -> artifacts a
 ``riskgate.release.<verdict>`` event. The sequence and its fail-closed rules live in
 :func:`riskcore.gate.run.run_gate`; this flow runs each step as a task.
 
-The verdict is the run's final state, so that ops see it in the UI and orchestrators act on it:
-APPROVED ends Completed ("Approved"); NEEDS_REVIEW, REJECTED and ERROR end Failed, named
-"NeedsReview", "Rejected" and "Error" (a run that needs a person is not a success, and a failed
-run is what Prefect's filters, dashboard counts and notifications already watch). The run gets
-the tags ``riskgate``, ``verdict:<verdict>`` and ``release:<id>``. The flow has no retries: a
-verdict is never retried into another one.
+The verdict is the run's final state, so that ops see it in the UI and orchestrators act on it,
+each verdict in its own colour in the run list (issue 28):
+
+- APPROVED ends Completed, named "Approved" (green);
+- REJECTED ends Failed, "Rejected" (red): the data is not safe;
+- NEEDS_REVIEW waits Paused (yellow) for a reviewer when the config says ``review: pause``;
+  without a pause it ends Failed, "NeedsReview" (a run that needs a person is not a success);
+- ERROR ends Crashed, "Error" (orange): the gate could not judge (bad input, a store down, a
+  killed process), an ops problem rather than a data one.
+
+The run gets the tags ``riskgate``, ``release:<id>`` and ``verdict:<verdict>`` (a paused run
+``verdict:NEEDS_REVIEW`` while it waits). A gate process that dies (killed, out of memory) or a
+run cancelled from the UI still ends in an ERROR verdict: the worker runs the flow's
+``on_crashed`` / ``on_cancellation`` hook (:func:`ended_without_verdict`); a run whose worker and
+process are both gone stops beating, and the server's automation that ``riskgate deploy``
+installs marks it Crashed "Error" (:mod:`riskgate.flows.deployments`). The flow has no retries:
+a verdict is never retried into another one.
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ from prefect.exceptions import MissingResult, TerminationSignal
 from prefect.futures import wait
 from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
-from prefect.states import Completed, Failed, State
+from prefect.states import Completed, Crashed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import Field
 
@@ -226,6 +237,7 @@ class PrefectSteps:
         self.log.info("release %s needs review: pausing for a reviewer (timeout %ss); the gate "
                       "slot is released while it waits", gate.config.release_id,
                       gate.config.review_timeout_s)
+        _label_run(gate.config.release_id, decision.verdict.value)  # verdict:NEEDS_REVIEW
         self.slot.release()
         try:
             answer = pause_flow_run(wait_for_input=ReviewInput.with_initial_data(
@@ -294,12 +306,14 @@ def final_state(outcome: RunOutcome) -> State[Any]:
         message += f" ({outcome.reasons[0][:200]})"
     if outcome.verdict == "APPROVED":
         return Completed(name=name, message=message, data=data)
+    if outcome.verdict == "ERROR":
+        return Crashed(name=name, message=message, data=GateVerdict(data))
     return Failed(name=name, message=message, data=GateVerdict(data))
 
 
-def _label_run(release_id: str, verdict: str | None) -> None:
+def _label_run(release_id: str, verdict: str | None, run_id: Any = None) -> None:
     """Name the run ``<release>[-<VERDICT>]`` and tag it (cosmetic: never fails the gate)."""
-    run_id = runtime_flow_run.id
+    run_id = run_id or runtime_flow_run.id
     if not run_id:
         return
     try:
@@ -411,7 +425,8 @@ def _nightly_config() -> str:
 
 def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
                       trigger: Mapping[str, Any] | None, context: dict[str, Any],
-                      options: Mapping[str, Any], log: logging.Logger | logging.LoggerAdapter[Any]
+                      options: Mapping[str, Any], log: logging.Logger | logging.LoggerAdapter[Any],
+                      release_id: str = "", overrides: Mapping[str, Any] | None = None
                       ) -> RunOutcome:
     """The config (or the trigger) could not be used: ERROR, written wherever an output
     location is known (the config's, the pinned one for a triggered run: never a payload's),
@@ -424,17 +439,17 @@ def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
         except Exception:
             payload = None
     payload = payload if isinstance(payload, Mapping) else {}
-    release_id = str(payload.get("release_id") or "")
+    release_id = release_id or str(payload.get("release_id") or "")
     output_url = None
     source = config
-    if trigger is not None and source is None:
+    if source is None:  # a triggered run's pinned config, a nightly run's configured one
         try:
-            source = _pinned_config(None)
+            source = _pinned_config(None) if trigger is not None else _nightly_config()
         except Exception:
             source = None
     if source is not None:
         try:  # the raw config, unvalidated: only where to write and under which release
-            raw, _ = config_mapping(source, None, options)
+            raw, _ = config_mapping(source, overrides, options)
             output_url = output_url or raw.get("output_url")
             release_id = release_id or str(raw.get("release_id") or "")
         except RiskgateError:
@@ -455,8 +470,52 @@ def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
     return outcome
 
 
+def ended_without_verdict(flow: Any, flow_run: Any, state: State[Any]) -> None:
+    """``on_crashed`` / ``on_cancellation``: a gate run whose process died (killed, out of
+    memory) or that was cancelled still ends in an ERROR verdict. The worker that watched the
+    process runs this once the run is Crashed or Cancelled: an ERROR ``decision.json`` where the
+    run's output folder is known (never over a finished run's), the ``riskgate.release.ERROR``
+    event (what a waiting pipeline reads), the ``verdict:ERROR`` tag and the state's message
+    (a crash stays Crashed, now named "Error"; a cancellation stays Cancelled). A run that
+    already has its verdict (the gate's own ERROR ends Crashed too) is left as it is."""
+    if state.is_crashed() and state.name == STATE_NAMES["ERROR"]:
+        return  # the gate's own ERROR, already told
+    log = logging.getLogger("riskgate.gate")
+    try:
+        install_log_redaction()
+        tags = list(getattr(flow_run, "tags", None) or [])
+        if any(t.startswith("verdict:") and t != "verdict:NEEDS_REVIEW" for t in tags):
+            return  # its verdict was told before the process ended
+        params = dict(getattr(flow_run, "parameters", None) or {})
+        trigger = params.get("trigger") if isinstance(params.get("trigger"), Mapping) else None
+        how = "was cancelled" if state.is_cancelled() else "ended without a verdict"
+        exc = Terminated(f"the gate's process {how} ({state.type.value}: "
+                         f"{redact_text(str(state.message or 'no message'))[:200]}); no "
+                         "decision was reached: re-run the gate")
+        known = next((t.split(":", 1)[1] for t in tags if t.startswith("release:")), "")
+        overrides = params.get("overrides")
+        outcome = _fail_before_gate(exc, str(flow_run.id), params.get("config"), trigger, {},
+                                    dict(params.get("storage_options") or {}), log,
+                                    release_id=known, overrides=overrides
+                                    if isinstance(overrides, Mapping) and trigger is None
+                                    else None)
+        emit_verdict(outcome.to_dict(), related=_related(trigger))
+        _label_run(outcome.release_id, outcome.verdict, run_id=flow_run.id)
+        if state.is_crashed():
+            from prefect.client.orchestration import get_client
+
+            with get_client(sync_client=True) as client:
+                client.set_flow_run_state(flow_run.id, Crashed(
+                    name=STATE_NAMES["ERROR"], message=f"{outcome.release_id}: ERROR ("
+                    f"{outcome.reasons[0][:200]})"), force=True)
+    except Exception as err:  # a hook never raises into the worker
+        log.warning("the ERROR verdict of the ended run %s could not be told: %s",
+                    getattr(flow_run, "id", "?"), redact_text(f"{type(err).__name__}: {err}"))
+
+
 @flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
-      task_runner=ThreadPoolTaskRunner(max_workers=4))  # type: ignore[arg-type]
+      task_runner=ThreadPoolTaskRunner(max_workers=4),  # type: ignore[arg-type]
+      on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
 def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
                  trigger: dict[str, Any] | None = None,
                  storage_options: dict[str, Any] | None = None,

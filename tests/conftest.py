@@ -1,6 +1,6 @@
 """Shared fixtures: the reference data, the example tables, one real Prefect server for the
-whole suite (started on first use, on 127.0.0.1, with its own PREFECT_HOME and SQLite), and
-moto's S3 server."""
+whole suite (started on first use, on 127.0.0.1, with its own PREFECT_HOME, on PostgreSQL as
+production runs it: tests/postgres.py), and moto's S3 server."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,33 @@ def example_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 class PrefectServer:
     """A real Prefect API for the suite: its URL and its home (database, settings)."""
 
-    def __init__(self, url: str, home: str) -> None:
-        self.url, self.home = url, home
+    def __init__(self, url: str, home: str, database: str | None = None) -> None:
+        self.url, self.home, self.database = url, home, database
+
+    def database_text(self, tables: tuple[str, ...] | None = None) -> dict[str, str]:
+        """Every row of the server's database (or of ``tables``) as text, by table: what an
+        attacker with the database would read. PostgreSQL's rows through asyncpg; SQLite's
+        file (and its write-ahead log) as bytes decoded."""
+        if not self.database:
+            db = Path(self.home) / "prefect.db"
+            return {f"prefect.db{suffix}": Path(f"{db}{suffix}").read_bytes().decode(
+                "latin-1") for suffix in ("", "-wal") if Path(f"{db}{suffix}").exists()}
+        import asyncio
+
+        import asyncpg
+
+        async def dump() -> dict[str, str]:
+            conn = await asyncpg.connect(str(self.database).replace("+asyncpg", ""))
+            try:
+                names = tables or tuple(r["table_name"] for r in await conn.fetch(
+                    "select table_name from information_schema.tables where "
+                    "table_schema = 'public'"))
+                return {name: repr([tuple(r) for r in await conn.fetch(
+                    f'select * from "{name}"')]) for name in names}  # noqa: S608
+            finally:
+                await conn.close()
+
+        return asyncio.run(dump())
 
     def env(self) -> dict[str, str]:
         """Environment for subprocesses (CLI runs, workers) that talk to this server."""
@@ -82,13 +108,42 @@ class PrefectServer:
                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
 
 
+@contextmanager
+def _database() -> Iterator[str | None]:
+    """The suite server's database: ``$RISKGATE_TEST_DATABASE_URL`` (``.ci/run`` starts that
+    cluster), else a cluster of the suite's own where PostgreSQL is installed, else None
+    (SQLite, said on the terminal: the operations tests are meant for PostgreSQL)."""
+    from tests import postgres
+
+    given = os.environ.get(postgres.URL_VARIABLE)
+    if given:
+        yield given
+        return
+    if not postgres.available():
+        yield None
+        return
+    folder = tempfile.mkdtemp(prefix="riskgate-postgres-")
+    try:
+        yield postgres.start(folder)
+    finally:
+        postgres.stop(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def prefect_server() -> Iterator[PrefectServer]:
+def prefect_server(request: pytest.FixtureRequest) -> Iterator[PrefectServer]:
     from riskgate.flows.local_api import drain_prefect, private_server
 
-    with private_server(home=PREFECT_HOME_DIR, port=PREFECT_PORT, log=SERVER_LOG) as url:
-        yield PrefectServer(url, PREFECT_HOME_DIR)
-        drain_prefect()
+    with _database() as database:
+        if database is None:
+            reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line("PostgreSQL not found: the suite's Prefect server runs on "
+                                    "SQLite")
+        with private_server(home=PREFECT_HOME_DIR, port=PREFECT_PORT, log=SERVER_LOG,
+                            database_url=database) as url:
+            yield PrefectServer(url, PREFECT_HOME_DIR, database)
+            drain_prefect()
 
 
 SERVER_LOG = os.path.join(PREFECT_HOME_DIR, "server.log")

@@ -129,24 +129,57 @@ def cmd_deployments(args: argparse.Namespace) -> int:
     return 0
 
 
-def ensure_work_pool() -> bool:
-    """Create the process work pool when missing; True when it was created."""
+def ensure_work_pool(limit: int) -> bool:
+    """Create the process work pool when missing; True when it was created. Either way the
+    pool's concurrency limit is ``limit`` (issue 28: runs beyond it wait Scheduled and start
+    no process) and its job environment sets the gate processes' heartbeat (the lost-run
+    automation listens for it), keeping whatever else an administrator put there."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.client.schemas.actions import WorkPoolCreate, WorkPoolUpdate
     from prefect.exceptions import ObjectNotFound
     from prefect.workers.process import ProcessWorker
 
-    from ..deployments import WORK_POOL
+    from ..deployments import HEARTBEAT_S, WORK_POOL
+
+    def with_heartbeat(template: dict[str, Any]) -> dict[str, Any]:
+        env = template.setdefault("variables", {}).setdefault("properties", {}).setdefault(
+            "env", {"type": "object", "title": "Environment Variables"})
+        env["default"] = {**(env.get("default") or {}),
+                          "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S)}
+        return template
 
     with get_client(sync_client=True) as client:
         try:
-            client.read_work_pool(WORK_POOL)
-            return False
+            pool = client.read_work_pool(WORK_POOL)
         except ObjectNotFound:
             client.create_work_pool(WorkPoolCreate(
-                name=WORK_POOL, type="process",
-                base_job_template=ProcessWorker.get_default_base_job_template()))
+                name=WORK_POOL, type="process", concurrency_limit=limit,
+                base_job_template=with_heartbeat(
+                    ProcessWorker.get_default_base_job_template())))
             return True
+        client.update_work_pool(WORK_POOL, WorkPoolUpdate(
+            concurrency_limit=limit,
+            base_job_template=with_heartbeat(dict(pool.base_job_template or {}))))
+        return False
+
+
+def install_lost_gate_automation() -> None:
+    """(Re)create the server's automation that ends a lost gate run ERROR (see
+    :func:`riskgate.flows.deployments.lost_gate_automation`)."""
+    from prefect.automations import Automation
+    from prefect.client.orchestration import get_client
+
+    from ..deployments import DEPLOYMENTS, LOST_GATE_AUTOMATION, lost_gate_automation
+
+    with get_client(sync_client=True) as client:
+        ids = [str(client.read_deployment_by_name(f"release-gate/{name}").id)
+               for name in DEPLOYMENTS]
+    try:
+        for old in Automation.read(name=LOST_GATE_AUTOMATION) or []:  # type: ignore[union-attr]
+            old.delete()
+    except Exception:  # none yet (the API answers 404 on some versions)
+        pass
+    lost_gate_automation(ids).create()
 
 
 def set_nightly(config_url: str) -> None:
@@ -193,16 +226,20 @@ def set_trigger_config(config_url: str) -> None:
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
-    from ..limits import ensure_defaults
+    from ..deployments import LOST_AFTER_S
+    from ..limits import current_gate_limit, ensure_defaults
 
     url = api_url()
     path = Path(args.prefect_file)
     if not path.is_file():
         raise ConfigError(f"--prefect-file: '{path}' does not exist; run from the repository "
                           "root or give the file's path")
-    if ensure_work_pool():
-        out.print("created work pool riskgate-process (type process)")
     ensure_defaults()
+    gate_limit = current_gate_limit()
+    created = ensure_work_pool(gate_limit)
+    out.print(f"{'created' if created else 'updated'} work pool riskgate-process (type "
+              f"process): at most {gate_limit} gate runs start at once, the others wait "
+              "Scheduled")
     cmd = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all", "--prefect-file",
            str(path)]
     out.print(f"deploying to {url}: {' '.join(cmd[2:])}")
@@ -211,6 +248,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         raise ConfigError("prefect deploy failed: " + redact_text(
             (done.stderr or done.stdout).strip()[-800:]))
     out.print("deployed: release-gate/nightly-recheck, release-gate/on-anonymization")
+    install_lost_gate_automation()
+    out.print("automation: a gate run lost with its worker ends Crashed 'Error' (ERROR) "
+              f"after {LOST_AFTER_S} s without a heartbeat")
     kept = None if args.nightly_config or args.no_nightly else _nightly_config_set()
     if args.no_nightly:
         _unset_nightly()
@@ -246,7 +286,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_limits(args: argparse.Namespace) -> int:
-    from ..limits import set_limits
+    from ..limits import set_limits, set_pool_limit
 
     api_url()
     for name, value in (("--gate", args.gate), ("--trigger-rate", args.trigger_rate)):
@@ -254,6 +294,8 @@ def cmd_limits(args: argparse.Namespace) -> int:
             raise ConfigError(f"{name} must be at least 1")
     for name, state in set_limits(args.gate, args.trigger_rate).items():
         out.print(f"{name}: {state}")
+    if args.gate is not None and set_pool_limit(args.gate):
+        out.print(f"work pool riskgate-process: concurrency limit {args.gate}")
     return 0
 
 
@@ -343,10 +385,12 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
         run = triggered_run(api, event_id, headers) or {}
         state = run.get("state") or {}
         if state.get("type") in ("CRASHED", "CANCELLED", "FAILED", "COMPLETED"):
-            # a run that ends without its verdict event (its process was killed, the run
-            # cancelled): an ERROR, told at once; a finished run gets a moment for its event
+            # a run that ends without its verdict event: an ERROR. A crashed or cancelled run
+            # gets a few seconds for the worker's hook to tell its ERROR verdict (with the
+            # reason), a finished run a moment more for its own event
             ended_at = ended_at or time.monotonic()
-            if state["type"] in ("CRASHED", "CANCELLED") or time.monotonic() - ended_at > 20:
+            grace = 10 if state["type"] in ("CRASHED", "CANCELLED") else 20
+            if time.monotonic() - ended_at > grace:
                 return {"verdict": "ERROR", "reasons": [
                     f"the gate run {run.get('name')} ({run.get('id')}) ended "
                     f"{state.get('type')} without a verdict: "

@@ -360,10 +360,8 @@ def test_planted_secrets_reach_no_output_log_artifact_event_or_database(
     captured = capfd.readouterr()
     haystacks["console"] = (captured.out + captured.err).encode()
     haystacks["python logs"] = "\n".join(r.getMessage() for r in caplog.records).encode()
-    db = Path(prefect_server.home) / "prefect.db"
-    for suffix in ("", "-wal"):
-        if Path(f"{db}{suffix}").exists():
-            haystacks[f"prefect.db{suffix}"] = Path(f"{db}{suffix}").read_bytes()
+    for table, text in prefect_server.database_text().items():
+        haystacks[f"prefect.db {table}"] = text.encode("latin-1", errors="replace")
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 

@@ -164,7 +164,7 @@ def test_a_measure_that_raises_makes_the_verdict_error(example_files, tmp_path):
                       str(tmp_path / "out"), identification=str(ident))
     outcome = run_gate_flow(cfg)
     assert outcome["verdict"] == "ERROR" and outcome["exit_code"] == 3
-    assert outcome["state_type"] == "FAILED" and outcome["state_name"] == "Error"
+    assert outcome["state_type"] == "CRASHED" and outcome["state_name"] == "Error"
     decision = json.loads((_run_dir(outcome) / "decision.json").read_text())
     assert decision["approved"] is False
     errored = [c for c in decision["checks"] if c["verdict"] == "error"]

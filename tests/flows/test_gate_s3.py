@@ -69,7 +69,7 @@ def test_endpoint_down_during_write_leaves_no_decision_and_rerun_succeeds(s3, ex
         outcome = run_gate_flow(cfg)
     finally:
         s3.start()
-    assert outcome["state_type"] == "FAILED" and outcome["verdict"] == "ERROR"
+    assert outcome["state_type"] == "CRASHED" and outcome["verdict"] == "ERROR"
     assert not [k for k in _keys(s3, bucket) if k.endswith("decision.json")]
     outcome = run_gate_flow(cfg)
     assert outcome["verdict"] == "APPROVED"

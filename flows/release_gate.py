@@ -168,8 +168,14 @@ def _result(future: Any) -> Any:
     return future.result(raise_on_failure=True)
 
 
+#: families measured at once: the flow's task runner's threads (they share the thread budget)
+MEASURE_WORKERS = 4
+
+
 class PrefectSteps:
     """The gate's steps as Prefect tasks (loads and measures in parallel)."""
+
+    parallel_measures = MEASURE_WORKERS
 
     def __init__(self, log: logging.Logger | logging.LoggerAdapter[Any], slot: GateSlot,
                  gate: Gate, run_id: str) -> None:
@@ -514,7 +520,7 @@ def ended_without_verdict(flow: Any, flow_run: Any, state: State[Any]) -> None:
 
 
 @flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
-      task_runner=ThreadPoolTaskRunner(max_workers=4),  # type: ignore[arg-type]
+      task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
       on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
 def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
                  trigger: dict[str, Any] | None = None,

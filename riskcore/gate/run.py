@@ -36,6 +36,7 @@ from ..report.riskiest import example_records
 from ..results import MeasureResult, Record, to_jsonable
 from ..signing import Signer
 from ..storage import check_output_location, exists, join_url, presign, write_bytes
+from ..threads import family_threads, thread_budget
 from .cleanliness import CleanlinessReport, declared_types, validate_tables, warm_up
 from .config import Gate, TablesConfig
 from .policy import Decision, Verdict, decide, fixed_decision
@@ -496,7 +497,11 @@ def _sequence(run: _Run) -> Decision:
                 if isinstance(df, pd.DataFrame)) >= COLLECT_ABOVE_BYTES
     frames.clear()  # the encoded arrays are all the measures need
     release_memory(collect=large)
-    results, errors = run.timed("measures", lambda: steps.measures(gate, inputs))
+    # the families that run at once share the process's thread budget (issue 29)
+    parallel = min(len(gate.measures), int(getattr(steps, "parallel_measures", 1)))
+    with thread_budget(family_threads(parallel),
+                       models=any(BY_NAME[n].fits_models for n in gate.measures)):
+        results, errors = run.timed("measures", lambda: steps.measures(gate, inputs))
     release_memory()
     alarms = {name: BY_NAME[name].alarm for name in results if BY_NAME[name].alarm}
     decision = run.timed("decide", lambda: decide(gate.policy, results, errors, {},

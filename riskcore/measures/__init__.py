@@ -13,7 +13,18 @@ from typing import Any
 from .. import progress
 from ..errors import ConfigError
 from ..results import MeasureResult
-from . import copies, drisk, k_anonymity, l_diversity, population, reid, sdc, suda, t_closeness
+from . import (
+    copies,
+    drisk,
+    k_anonymity,
+    l_diversity,
+    membership,
+    population,
+    reid,
+    sdc,
+    suda,
+    t_closeness,
+)
 from .alc import measure as alc
 from .attacks import inference, linkability, singling_out
 from .family import SECTIONS, MeasureFamily, MeasureInputs, Params
@@ -31,6 +42,7 @@ FAMILIES: tuple[MeasureFamily, ...] = (
     singling_out.FAMILY,
     linkability.FAMILY,
     inference.FAMILY,
+    membership.FAMILY,
     alc.FAMILY,
 )
 

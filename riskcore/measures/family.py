@@ -201,6 +201,8 @@ class MeasureFamily:
         scale: how it runs on a partitioned table too large for one process: ``classes``
             (from the distinct rows' counts, exactly), ``rows`` (on seeded samples of the
             records) or ``whole`` (needs every record in one process: not run there).
+        fits_models: it fits scikit-learn models (OpenMP threads): the gate loads their
+            runtime before the thread budget is set, so that the budget reaches it.
     """
 
     name: str
@@ -215,6 +217,7 @@ class MeasureFamily:
     check: Callable[[Any, Roles], None] | None = None
     alarm: Callable[[MeasureResult], str | None] | None = None
     scale: Literal["classes", "rows", "whole"] = "rows"
+    fits_models: bool = False
 
     def parse(self, raw: Mapping[str, Any] | Params | None, source: str = "gate config"
               ) -> Params:

@@ -342,3 +342,58 @@ def pr_curves(plot_id: str, title: str,
     body.append(_text(10, mid, "precision", size=11, colour=MUTED,
                       extra=f'transform="rotate(-90 10 {_f(mid)})"'))
     return _figure(plot_id, title, frame, "".join(body), caption)
+
+
+ROC_COLOURS = ("#b42318", "#2563eb", "#1b7f3b", "#b7791f", "#6b21a8", "#0e7490")
+
+
+def roc_curves(plot_id: str, title: str,
+               series: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
+               fpr_min: float = 1e-3, width: int = 360, height: int = 260,
+               caption: str | None = None) -> Markup:
+    """True-positive rate against false-positive rate on a log axis (the low-FPR regime that
+    matters for membership, Carlini et al. 2022), one line per attack, chance dashed."""
+    frame = Frame(width, height, left=44, right=10, top=12, bottom=70)
+    e0 = math.floor(math.log10(fpr_min))
+
+    def sx(r: float) -> float:
+        r = max(r, 10.0 ** e0)
+        return frame.x0 + (frame.x1 - frame.x0) * (math.log10(r) - e0) / (0 - e0)
+
+    def sy(p: float) -> float:
+        return frame.y0 - (frame.y0 - frame.y1) * min(max(p, 0.0), 1.0)
+
+    body = []
+    for e in range(e0, 1):
+        x = sx(10.0 ** e)
+        body.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{_f(frame.y1)}" y2="{_f(frame.y0)}" '
+                    f'stroke="{GRID}"/>')
+        body.append(_text(x, frame.y0 + 14, f"{10.0 ** e:g}", size=10, colour=MUTED))
+    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
+        body.append(f'<line x1="{_f(frame.x0)}" x2="{_f(frame.x1)}" y1="{_f(sy(t))}" '
+                    f'y2="{_f(sy(t))}" stroke="{GRID}"/>')
+        body.append(_text(frame.x0 - 6, sy(t) + 4, f"{t:g}", anchor="end", size=10,
+                          colour=MUTED))
+    chance = " ".join(f"{_f(sx(10.0 ** (e0 + i * (0 - e0) / 40)))},"
+                      f"{_f(sy(10.0 ** (e0 + i * (0 - e0) / 40)))}" for i in range(41))
+    body.append(f'<polyline points="{chance}" fill="none" stroke="{MUTED}" '
+                f'stroke-dasharray="4 3"><title>chance</title></polyline>')
+    for i, (name, fpr, tpr) in enumerate(series):
+        colour = ROC_COLOURS[i % len(ROC_COLOURS)]
+        pts = [(f, t) for f, t in zip(fpr, tpr) if f >= 10.0 ** e0 or t == 0]
+        if not pts:
+            continue
+        path = " ".join(f"{_f(sx(f))},{_f(sy(t))}" for f, t in pts)
+        body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                    f'stroke-width="2"><title>{escape(name)}</title></polyline>')
+        lx = frame.x0 + (i % 3) * 104
+        ly = frame.y0 + 40 + (i // 3) * 14
+        body.append(f'<line x1="{_f(lx)}" x2="{_f(lx + 14)}" y1="{_f(ly - 4)}" '
+                    f'y2="{_f(ly - 4)}" stroke="{colour}" stroke-width="2"/>')
+        body.append(_text(lx + 18, ly, name, anchor="start", size=10))
+    body.append(_text((frame.x0 + frame.x1) / 2, frame.y0 + 27, "false-positive rate (log)",
+                      size=11, colour=MUTED))
+    mid = (frame.y0 + frame.y1) / 2
+    body.append(_text(10, mid, "true-positive rate", size=11, colour=MUTED,
+                      extra=f'transform="rotate(-90 10 {_f(mid)})"'))
+    return _figure(plot_id, title, frame, "".join(body), caption)

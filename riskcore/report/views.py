@@ -274,6 +274,33 @@ def attacks_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def membership_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Per attack its AUC (interval), TPR at 1 % and 0.1 % FPR and advantage; the ROC curves
+    on a log FPR axis; how many members drive the low-FPR figure (a count, never values)."""
+    out: dict[str, Any] = {"plots": [], "table": [], "strongest": None, "exposed": None}
+    m = by_name.get("membership")
+    if not m or m.get("status") != "ok":
+        return out
+    f, details = m["figures"], m.get("details", {})
+    curves = details.get("roc") or {}
+    for name in details.get("attacks", []):
+        out["table"].append({"attack": name.replace("_qi", " (quasi-identifiers only)"),
+                             **{k: f.get(f"{name}.{k}") for k in (
+                                 "auc", "auc_low", "auc_high", "tpr_at_fpr_1pct",
+                                 "tpr_at_fpr_01pct", "advantage")}})
+    out["strongest"] = details.get("strongest")
+    out["exposed"] = (details.get("counts") or {}).get("members_above_1pct_threshold")
+    series = [(n, c.get("fpr", []), c.get("tpr", [])) for n, c in curves.items()]
+    if series:
+        out["plots"].append(plots.roc_curves(
+            "membership-roc", "Membership inference: ROC per attack", series,
+            caption=f"{f.get('n_members')} members (original rows) and as many non-members "
+                    "(control rows), scored by each attack; the dashed line is guessing. "
+                    "The left part (false positives below 1 %) is where a member is exposed "
+                    "with confidence."))
+    return out
+
+
 def copies_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The DCR histograms (release to original, release to control, on shared bins) and the
     copy counts of the ``copies`` family."""

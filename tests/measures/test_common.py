@@ -36,6 +36,7 @@ PARAMS: dict[str, dict[str, Any]] = {
                     "n_attacks": 60},
     "inference": {"n_attacks": 60},
     "alc": {"max_attacks": 80, "per_secret": 1, "models": ["logistic_regression"]},
+    "membership": {"n_targets": 40, "reference_size": 200},
 }
 
 #: families computed from the release's equivalence classes: row order cannot matter

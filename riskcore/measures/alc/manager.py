@@ -47,6 +47,7 @@ import numpy as np
 
 from ...errors import ConfigError, InputError
 from ...results import to_jsonable
+from ...threads import model_threads, thread_budget
 from .baseline import DEFAULT_MODELS, BaselineModel, BaselineSelection, select_baseline
 from .brm import BestRowMatch, Predictions
 from .inputs import ALCData
@@ -324,6 +325,19 @@ def _swap_table(data: ALCData, rows: np.ndarray, fraction: float,
 
 
 def run_alc(data: ALCData, secret: str, known: Sequence[str],
+            config: ALCConfig = ALCConfig(), attack: Attack | None = None,
+            targets: np.ndarray | None = None, recall: str = "targeted",
+            baseline: str = "model", prior_swap_fraction: float = 0.1,
+            progress: Callable[[int, int, str], None] | None = None) -> ALCResult:
+    """:func:`_run_alc` inside the thread budget (issue 29): its many small model fits take
+    one thread per 100,000 original rows, within the process's budget (a gate's lower
+    budget for parallel families stays in force)."""
+    with thread_budget(model_threads(data.n[data.original]), models=True):
+        return _run_alc(data, secret, known, config, attack, targets, recall, baseline,
+                        prior_swap_fraction, progress)
+
+
+def _run_alc(data: ALCData, secret: str, known: Sequence[str],
             config: ALCConfig = ALCConfig(), attack: Attack | None = None,
             targets: np.ndarray | None = None, recall: str = "targeted",
             baseline: str = "model", prior_swap_fraction: float = 0.1,

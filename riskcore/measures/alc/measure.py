@@ -162,6 +162,7 @@ FAMILY = MeasureFamily(
     needs=("original",),
     check=_check,
     alarm=_alarm,
+    fits_models=True,
     how_to_read=(
         "The Anonymity Loss Coefficient compares an attack on the release (best row match) with "
         "the best prediction possible from other people's raw data (the baseline), at the "

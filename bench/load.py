@@ -1,0 +1,122 @@
+"""Every heavy family idle and on a busy machine (issue 29): the thread budget at work.
+
+A worker runs several gates at once; a family that starts an OpenMP or BLAS thread per core and
+spins while it waits collapses beside other work (the ALC measured 10x slower beside two busy
+processes). Each family runs in a process of its own, on the example's census (original,
+release, control), three ways in the same run:
+
+- idle: alone, with riskgate's thread budget (the cores this process may use);
+- one thread: alone, ``RISKGATE_THREADS=1`` (the reference);
+- busy: the budget, beside two processes that spin on the machine's two cores.
+
+Target: busy within 1.5x of one thread for every family (on two cores, a process beside two
+spinners gets at most two thirds of a core per runnable thread: 1.5x is what fair sharing
+costs, anything beyond is threads fighting each other).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import OUT, ROOT, print_table
+
+HEAVY = {
+    "alc": {"secrets": ["diagnosis"], "max_attacks": 400},
+    "singling_out": {"n_attacks": 500},
+    "inference": {"n_attacks": 500},
+    "linkability": {"aux_a": ["region", "sex"], "aux_b": ["age", "education"],
+                    "n_attacks": 500},
+    "copies": {},
+    "suda": {},
+    "sdc": {},
+}
+N = 20_000
+SPINNERS = 2
+
+
+def _data(folder: Path) -> dict[str, Path]:
+    from riskcore.examples import census_population, write_example
+
+    if not (folder / "control.csv").exists():
+        write_example(folder, n=N, seed=7)
+        census_population(N, seed=8).to_csv(folder / "control.csv", index=False)
+    return {"original": folder / "original.csv", "released": folder / "released.csv",
+            "control": folder / "control.csv",
+            "region_hierarchy": folder / "region-hierarchy.csv"}
+
+
+def one(family: str) -> dict[str, Any]:
+    """In the child: encode the example once, then time ``family`` alone."""
+    import yaml
+
+    from riskcore.gate.config import load_gate
+    from riskcore.gate.run import LocalSteps, measure
+    from riskcore.threads import family_threads, model_threads, process_budget
+
+    paths = _data(OUT / "load-data")
+    cfg = yaml.safe_load((ROOT / "examples/gate.yaml").read_text())
+    cfg.update(original=str(paths["original"]), released=str(paths["released"]),
+               control=str(paths["control"]), output_url=str(OUT / "load-runs"),
+               measures={family: HEAVY[family], "k_anonymity": {}},
+               policy={"version": 1, "checks": ["k_anonymity.k >= 1"]})
+    cfg["generalization"]["region"] = {"hierarchy": str(paths["region_hierarchy"])}
+    gate = load_gate(cfg)
+    steps = LocalSteps()
+    frames, _ = steps.load(gate, {})
+    inputs = steps.encode(gate, frames)
+    from riskcore.threads import thread_budget
+
+    t0 = time.perf_counter()
+    with thread_budget(family_threads(1)):
+        result = measure(family, inputs, gate.measures[family])
+    seconds = time.perf_counter() - t0
+    return {"family": family, "seconds": seconds, "status": str(result.status),
+            "budget": process_budget(), "model_threads": model_threads(N)}
+
+
+def _child(family: str, env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "bench.load", "--one", family], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"{family}: {done.stderr[-800:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    _data(OUT / "load-data")
+    base = {k: v for k, v in os.environ.items() if k not in ("RISKGATE_THREADS",
+                                                            "OMP_NUM_THREADS")}
+    rows = []
+    for family in HEAVY:
+        _child(family, base)  # warm: numba's cache, the OS's file cache
+        idle = _child(family, base)
+        single = _child(family, {**base, "RISKGATE_THREADS": "1"})
+        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                    for _ in range(SPINNERS)]
+        try:
+            busy = _child(family, base)
+        finally:
+            for p in spinners:
+                p.kill()
+                p.wait()
+        ratio = busy["seconds"] / single["seconds"]
+        rows.append([family, f"{idle['seconds']:.2f}", f"{single['seconds']:.2f}",
+                     f"{busy['seconds']:.2f}", f"{ratio:.2f}x",
+                     "yes" if ratio <= 1.5 else "NO"])
+    print_table(f"heavy families on {N:,} rows: idle (budget {idle['budget']} threads), one "
+                f"thread, and beside {SPINNERS} spinning processes (s)",
+                ["family", "idle", "one thread", "busy", "busy / one thread", "<= 1.5x"], rows)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--one":
+        print(json.dumps(one(sys.argv[2])))
+    else:
+        main()

@@ -1,0 +1,149 @@
+"""Threads are a budget (issue 29).
+
+A worker never runs one gate alone: up to five gates at once, each running its families as
+parallel threads, each family fitting models whose OpenMP or BLAS calls start a thread per core
+by default. On two cores that is dozens of spinning threads, and the ALC measured 10x slower
+beside two busy processes. So every compiled call runs inside an explicit budget:
+
+- the process's budget: ``$RISKGATE_THREADS`` when set (a worker's setting: e.g. 1 on a worker
+  that runs five gates on two cores), else the cores this process may use (its CPU affinity,
+  capped by a cgroup CPU quota: what a container was given, not what the host has);
+- a family's share: the process's budget divided by the families that run at once (at least
+  one thread), applied with threadpoolctl to every OpenMP and BLAS library loaded
+  (scikit-learn's gradient boosting, NumPy's BLAS) and to numba's threading layer.
+
+threadpoolctl's limits are process-wide, so the budget is entered once around the parallel
+families (not inside each family thread), reference-counted across concurrent gates of one
+process: the first entry sets the limit, later ones can only lower it, the last exit restores.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .errors import ConfigError
+
+ENV = "RISKGATE_THREADS"
+
+_LOCK = threading.Lock()
+_ACTIVE: list[int] = []  # the budgets entered and not yet left (one per entry)
+_SAVED: list[Any] = []  # threadpoolctl's controller of the outermost entry
+
+
+def available_cores() -> int:
+    """The cores this process may use: its CPU affinity, capped by a cgroup v2 CPU quota."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as fh:
+            quota, period = fh.read().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)
+
+
+def process_budget() -> int:
+    """``$RISKGATE_THREADS`` (a positive integer), else :func:`available_cores`."""
+    given = os.environ.get(ENV, "").strip()
+    if not given:
+        return available_cores()
+    try:
+        value = int(given)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"${ENV}={given!r}: give the number of threads this process may "
+                          "use, a whole number of at least 1")
+    return value
+
+
+def family_threads(parallel: int, budget: int | None = None) -> int:
+    """Threads per family when ``parallel`` families run at once: the budget shared out, at
+    least one each."""
+    return max(1, (budget or process_budget()) // max(1, parallel))
+
+
+def load_model_runtime() -> None:
+    """Load scikit-learn's OpenMP runtime now: threadpoolctl limits only the libraries loaded
+    when the limit is set, and a family imports scikit-learn lazily, inside the budget."""
+    # a waiting OpenMP thread sleeps instead of spinning (read when the runtime loads): on a
+    # worker whose cores other gates use, a spinning thread takes a core from someone's work
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import sklearn.utils._openmp_helpers  # noqa: F401
+    except ImportError:
+        pass
+
+
+#: rows of training data per thread of a model fit: below it, OpenMP's start-up and
+#: synchronisation cost more than a second thread gains (scikit-learn's gradient boosting,
+#: measured: 3,000 rows 0.087 s on one thread, 0.083 s on two; 200,000 rows 1.03 s, 0.66 s)
+ROWS_PER_MODEL_THREAD = 100_000
+
+
+def model_threads(n_rows: int, budget: int | None = None) -> int:
+    """Threads for fitting models on ``n_rows`` rows: one per :data:`ROWS_PER_MODEL_THREAD`,
+    at least one, at most the budget."""
+    return max(1, min(budget or process_budget(), 1 + int(n_rows) // ROWS_PER_MODEL_THREAD))
+
+
+def _apply(threads: int) -> Any:
+    """Limit every loaded OpenMP/BLAS pool and numba's to ``threads``; the controller that
+    restores the previous limits."""
+    from threadpoolctl import threadpool_limits
+
+    controller = threadpool_limits(limits=threads)
+    if "numba" in sys.modules:  # only when a kernel loaded it: importing numba costs time
+        try:
+            import numba
+
+            numba.set_num_threads(min(threads, int(numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
+        except Exception:  # a threading layer that cannot be resized keeps its default
+            pass
+    return controller
+
+
+def current_limit() -> int | None:
+    """The budget in force in this process (None outside any)."""
+    with _LOCK:
+        return min(_ACTIVE) if _ACTIVE else None
+
+
+@contextmanager
+def thread_budget(threads: int, models: bool = False) -> Iterator[int]:
+    """Run the block with at most ``threads`` threads in each OpenMP/BLAS/numba call; yields
+    the limit in force (lower when a concurrent entry asked for less). ``models``: the block
+    fits scikit-learn models (their OpenMP runtime is loaded first)."""
+    threads = max(1, int(threads))
+    if models:
+        load_model_runtime()
+    with _LOCK:
+        if not _ACTIVE:
+            _SAVED.append(_apply(threads))
+        elif threads < min(_ACTIVE):
+            _apply(threads)
+        _ACTIVE.append(threads)
+        limit = min(_ACTIVE)
+    try:
+        yield limit
+    finally:
+        with _LOCK:
+            _ACTIVE.remove(threads)
+            if not _ACTIVE:
+                _SAVED.pop().restore_original_limits()
+            elif threads <= min(_ACTIVE):
+                pass  # the others asked for as much or more: the lower limit stays (safe)
+
+
+__all__ = ["ENV", "ROWS_PER_MODEL_THREAD", "available_cores", "current_limit", "family_threads",
+           "load_model_runtime", "model_threads", "process_budget", "thread_budget"]

@@ -1,0 +1,66 @@
+"""The thread budget (issue 29): sized from the cores and the families at once, applied to the
+OpenMP/BLAS pools that scikit-learn and NumPy load, reference-counted across concurrent
+gates, and a worker's setting that refuses nonsense with one line."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from riskcore.errors import ConfigError
+from riskcore.threads import (
+    ENV,
+    available_cores,
+    current_limit,
+    family_threads,
+    process_budget,
+    thread_budget,
+)
+
+
+def _openmp_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "openmp"}
+
+
+def test_the_budget_is_the_cores_or_the_workers_setting(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    assert process_budget() == available_cores() >= 1
+    monkeypatch.setenv(ENV, "6")
+    assert process_budget() == 6
+    assert family_threads(4) == 1 and family_threads(2) == 3 and family_threads(1) == 6
+    assert family_threads(8) == 1  # never zero
+    for bad in ("0", "-2", "two"):
+        monkeypatch.setenv(ENV, bad)
+        with pytest.raises(ConfigError, match=ENV):
+            process_budget()
+
+
+def test_the_budget_reaches_scikit_learns_openmp_and_is_restored():
+    with thread_budget(1, models=True) as limit:
+        assert limit == 1 and current_limit() == 1
+        assert _openmp_threads() == {1}
+    assert current_limit() is None
+    before = _openmp_threads()
+    assert before and before != {1} or available_cores() == 1
+
+
+def test_concurrent_gates_keep_the_lowest_budget_until_the_last_leaves():
+    entered, leave = threading.Event(), threading.Event()
+
+    def other_gate() -> None:
+        with thread_budget(2):
+            entered.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=other_gate)
+    t.start()
+    entered.wait(10)
+    with thread_budget(1, models=True) as limit:
+        assert limit == 1 and _openmp_threads() == {1}
+    assert current_limit() == 2 and _openmp_threads() == {1}  # lowered, never raised under one
+    leave.set()
+    t.join()
+    assert current_limit() is None

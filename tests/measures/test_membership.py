@@ -1,0 +1,148 @@
+"""Membership inference (issue 31): the figures against brute force, a planted near-copy
+release caught while its exact-copy share stays 0, an independent resample of the same
+population that shows no membership, and no control that is never a pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from riskcore import Roles, encode_tables
+from riskcore.measures import MeasureInputs, run_measure
+from riskcore.measures.copies import copies
+from riskcore.measures.membership import attack_figures, auc_delong, membership, roc
+from riskcore.results import Status
+
+COLUMNS = ["age", "hours", "income", "sex", "education", "region"]
+QIS = ["age", "sex", "education", "region"]
+ROLES = Roles(quasi_identifiers=QIS, sensitive=["income", "hours"])
+
+
+def _people(n: int, seed: int) -> pd.DataFrame:
+    r = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "age": r.integers(18, 90, n), "hours": r.integers(1, 80, n),
+        "income": np.round(r.lognormal(10, 0.6, n), 0),
+        "sex": r.choice(["f", "m"], n), "education": r.choice(list("abcdef"), n),
+        "region": r.choice([f"r{i}" for i in range(12)], n)})
+
+
+def _near_copies(original: pd.DataFrame, synthetic: pd.DataFrame, share: float, seed: int
+                 ) -> pd.DataFrame:
+    """The issue's release: a synthetic table with ``share`` of it replaced by original rows
+    with small noise (age +-1, hours +-1, income +-3 %)."""
+    rng = np.random.default_rng(seed)
+    k = int(share * len(synthetic))
+    near = original.iloc[rng.choice(len(original), k, replace=False)].copy()
+    near["age"] += rng.choice([-1, 1], k)
+    near["hours"] += rng.choice([-1, 1], k)
+    near["income"] = np.round(near["income"] * (1 + rng.uniform(-0.03, 0.03, k)))
+    return pd.concat([synthetic.iloc[k:], near], ignore_index=True)
+
+
+def _brute(pos: np.ndarray, neg: np.ndarray) -> tuple[float, dict[float, float], float]:
+    """AUC by all pairs; TPR at FPR by every threshold; advantage by every threshold."""
+    auc = np.mean([(p > q) + 0.5 * (p == q) for p in pos for q in neg])
+    thresholds = np.unique(np.r_[pos, neg, np.inf])
+    points = [(np.mean(neg >= t), np.mean(pos >= t)) for t in thresholds]
+    at = {a: max(t for f, t in points if f <= a) for a in (0.01, 0.001, 0.1)}
+    adv = max(t - f for f, t in points)
+    return float(auc), at, float(adv)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_auc_and_tpr_at_fpr_equal_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    pos = rng.integers(0, 30, 150).astype(float) + 3  # ties on purpose
+    neg = rng.integers(0, 30, 200).astype(float)
+    auc, at, adv = _brute(pos, neg)
+    figs, _ = attack_figures(pos, neg, 0.95)
+    assert figs["auc"] == pytest.approx(auc, abs=1e-12)
+    assert figs["tpr_at_fpr_1pct"] == pytest.approx(at[0.01], abs=1e-12)
+    assert figs["tpr_at_fpr_01pct"] == pytest.approx(at[0.001], abs=1e-12)
+    assert figs["advantage"] == pytest.approx(adv, abs=1e-12)
+    fpr, tpr = roc(pos, neg)
+    assert fpr[0] == tpr[0] == 0 and fpr[-1] == tpr[-1] == 1
+    assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
+
+
+def test_delong_variance_equals_the_pairwise_formula():
+    """DeLong's variance from its structural components, by all pairs (no midranks)."""
+    rng = np.random.default_rng(5)
+    pos, neg = rng.normal(0.4, 1, 40), rng.normal(0, 1, 60)
+    psi = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    v10, v01 = psi.mean(axis=1), psi.mean(axis=0)
+    se = np.sqrt(v10.var(ddof=1) / 40 + v01.var(ddof=1) / 60)
+    auc, low, high = auc_delong(pos, neg, 0.95)
+    assert auc == pytest.approx(psi.mean()) and (high - low) / 2 == pytest.approx(
+        1.959963984540054 * se, rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def population() -> dict[str, pd.DataFrame]:
+    return {"original": _people(4000, 1), "control": _people(4000, 2),
+            "synthetic": _people(4000, 3), "resample": _people(4000, 4)}
+
+
+def _run(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame | None,
+         seed: int = 1):
+    tables = {"original": original, "released": released}
+    if control is not None:
+        tables["control"] = control
+    t = encode_tables(tables, ROLES)
+    return t, membership(t["original"], t["released"], t.get("control"), columns=COLUMNS,
+                         qi_columns=QIS, seed=seed)
+
+
+def test_planted_near_copies_are_caught_while_no_row_is_an_exact_copy(population):
+    released = _near_copies(population["original"], population["synthetic"], 0.15, seed=3)
+    t, res = _run(population["original"], released, population["control"])
+    exact = copies(t["original"], t["released"], t["control"], columns=COLUMNS, seed=1)
+    assert exact.figures["exact_share"] == 0.0
+    f = res.figures
+    assert res.details["strongest"] == "distance"
+    assert f["auc_low"] > 0.53 and f["auc"] > 0.56, f
+    # the low-FPR regime: the planted members stand out with confidence (~15 % of them)
+    assert f["tpr_at_fpr_1pct"] >= 0.10, f
+    assert res.details["counts"]["members_above_1pct_threshold"] >= 150
+    # the quasi-identifier-only attacker, with less to go on, sees less
+    assert f["distance_qi.auc"] < f["distance.auc"]
+
+
+def test_an_independent_resample_shows_no_membership(population):
+    _, res = _run(population["original"], population["resample"], population["control"])
+    f = res.figures
+    assert f["auc_low"] <= 0.5 <= f["auc_high"], f
+    for name in res.details["attacks"]:
+        assert f[f"{name}.auc_low"] <= 0.5 + 0.02, (name, f[f"{name}.auc_low"])
+    assert f["tpr_at_fpr_1pct"] < 0.05
+
+
+def test_without_a_control_it_is_insufficient_evidence_never_a_pass(population):
+    _, res = _run(population["original"], population["resample"], None)
+    assert res.status is Status.INSUFFICIENT_EVIDENCE and "control" in (res.reason or "")
+    from riskcore.gate.policy import decide, parse_policy
+
+    policy = parse_policy({"version": 1, "checks": ["membership.auc <= 0.6"]})
+    assert decide(policy, {"membership": res}, {}, {}).verdict.value != "APPROVED"
+
+
+def test_the_scores_are_written_per_target_row_and_the_same_seed_gives_them_again(population):
+    released = _near_copies(population["original"], population["synthetic"], 0.15, seed=3)
+    _, a = _run(population["original"], released, population["control"], seed=7)
+    _, b = _run(population["original"], released, population["control"], seed=7)
+    scores = a.records["membership_scores"]
+    m = a.figures["n_members"]
+    assert len(scores["row"]) == 2 * m and scores["member"].sum() == m
+    assert np.array_equal(scores["score"], b.records["membership_scores"]["score"])
+    assert a.to_dict() == b.to_dict()
+
+
+def test_through_the_registry_with_a_small_control(population):
+    t = encode_tables({"original": population["original"], "released": population["resample"],
+                       "control": population["control"].head(30)}, ROLES)
+    res = run_measure("membership", MeasureInputs(released=t["released"],
+                                                  original=t["original"],
+                                                  control=t["control"], seed=3), {})
+    assert res.status is Status.INSUFFICIENT_EVIDENCE and "too few" in (res.reason or "")

@@ -9,8 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from riskcore.errors import InputError, StorageError
-from riskcore.gate.trigger import RELEASE_ID_PATTERN
+from riskcore.gate.history import runs_of
 from riskcore.redact import redact_text
 
 from .common import add_storage_flag, out, storage_options
@@ -29,42 +28,6 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     h.set_defaults(handler=cmd_history)
 
 
-def runs_of(release_id: str, output_url: str, options: dict[str, Any]) -> list[dict[str, Any]]:
-    """The finished runs of a release in the output store, newest first."""
-    import re
-
-    from riskcore.storage import filesystem, join_url, presign
-
-    if not re.match(RELEASE_ID_PATTERN, release_id):
-        raise InputError(f"release id '{release_id[:80]}' is not a valid release id")
-    folder = join_url(output_url, release_id)
-    fs, path = filesystem(folder, options)
-    try:
-        found = fs.glob(f"{path.rstrip('/')}/*/decision.json") if fs.exists(path) else []
-    except Exception as exc:
-        raise StorageError(f"cannot list '{redact_text(folder)}': "
-                           f"{redact_text(str(exc))[:200]}") from None
-    runs = []
-    for key in found:
-        try:
-            with fs.open(key, "rb") as fh:
-                doc = json.loads(fh.read(64 << 20))
-        except (OSError, ValueError):
-            continue  # a decision that cannot be read is not a run to list
-        run_id = str(doc.get("flow_run_id") or key.rsplit("/", 2)[-2])
-        report = join_url(folder, run_id, "report.html")
-        trigger = doc.get("trigger") or {}
-        runs.append({
-            "run_id": run_id, "finished_at": doc.get("finished_at"),
-            "verdict": doc.get("verdict"),
-            "started_by": (f"event {trigger.get('event_id')}" if trigger.get("event_id")
-                           else (doc.get("provenance") or {}).get("config", {}).get("source")
-                           or "unknown"),
-            "signed": bool(doc.get("signed")),
-            "report": presign(report, options, 7 * 24 * 3600) or report})
-    return sorted(runs, key=lambda r: str(r["finished_at"] or ""), reverse=True)
-
-
 def cmd_history(args: argparse.Namespace) -> int:
     from riskcore.gate.config import load_config
 
@@ -75,7 +38,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         # the decisions were redacted when written; a presigned report link is meant to be
         # opened (its signature is no credential, and it expires)
-        print(json.dumps(runs, indent=2))
+        print(json.dumps([{k: v for k, v in r.items() if not k.startswith("_")}
+                          for r in runs], indent=2))
         return 0
     if not runs:
         out.print(f"no finished run of {args.release_id} under "

@@ -294,6 +294,14 @@ def _inconclusive(policy: Policy, result: MeasureResult) -> str | None:
             "or set on_inconclusive: pass in the policy)")
 
 
+def _axis_words(measure: str) -> str:
+    """What a failed check on ``measure`` says of the release: not safe, or not useful."""
+    from ..measures import BY_NAME
+
+    fam = BY_NAME.get(measure)
+    return "not useful" if fam is not None and fam.axis == "utility" else "not safe"
+
+
 def decide(policy: Policy, results: Mapping[str, MeasureResult],
            errors: Mapping[str, str] | None = None,
            unavailable: Mapping[str, str] | None = None,
@@ -343,7 +351,8 @@ def decide(policy: Policy, results: Mapping[str, MeasureResult],
         check_verdict = check.evaluate(float(value))
         message = {CheckVerdict.PASS: "within the threshold",
                    CheckVerdict.REVIEW: "in the review band: a person must decide",
-                   CheckVerdict.FAIL: "outside the threshold"}[check_verdict]
+                   CheckVerdict.FAIL: f"outside the threshold: {_axis_words(name)}"
+                   }[check_verdict]
         inconclusive = _inconclusive(policy, result)
         if check_verdict is CheckVerdict.PASS and inconclusive is not None:
             check_verdict = CheckVerdict.REVIEW

@@ -256,10 +256,12 @@ def write_run(folder: str, files: Mapping[str, bytes], decision: Mapping[str, An
 
 def report_html(decision: Mapping[str, Any], measures: list[dict[str, Any]],
                 validation: Mapping[str, Any] | None, per_record: pd.DataFrame | None = None,
-                detail: str = "summary", examples: Mapping[str, Any] | None = None) -> bytes:
+                detail: str = "summary", examples: Mapping[str, Any] | None = None,
+                history: list[dict[str, Any]] | None = None) -> bytes:
     return render_report(dict(decision), measures, dict(validation) if validation else None,
                          per_record=per_record, detail=detail,
-                         examples=dict(examples) if examples else None).encode("utf-8")
+                         examples=dict(examples) if examples else None,
+                         history=history).encode("utf-8")
 
 
 def report_link(report_url: str | None, gate: Gate, options: Mapping[str, Any] | None,
@@ -426,7 +428,22 @@ class _Run:
 
     def report(self, record: Mapping[str, Any]) -> bytes:
         return report_html(record, self.measures, self.validation, self.per_record,
-                           self.gate.config.report.detail, self.examples)
+                           self.gate.config.report.detail, self.examples, self.history())
+
+    def history(self) -> list[dict[str, Any]]:
+        """This release's earlier runs (for the R-U map) when utility is measured; a store
+        that cannot be read gives none (the map says how many it shows)."""
+        if not any(m.get("measure") == "utility" for m in self.measures):
+            return []
+        from .history import earlier_figures
+
+        cfg = self.gate.config
+        try:
+            return earlier_figures(cfg.release_id, cfg.output_url, self.options,
+                                   exclude=self.run_id)
+        except Exception:  # the map is an aid: never fail a run on it
+            log.debug("earlier runs not read", exc_info=True)
+            return []
 
 
 def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,

@@ -24,6 +24,7 @@ from . import (
     sdc,
     suda,
     t_closeness,
+    utility,
 )
 from .alc import measure as alc
 from .attacks import inference, linkability, singling_out
@@ -44,6 +45,7 @@ FAMILIES: tuple[MeasureFamily, ...] = (
     inference.FAMILY,
     membership.FAMILY,
     alc.FAMILY,
+    utility.FAMILY,
 )
 
 BY_NAME: dict[str, MeasureFamily] = {f.name: f for f in FAMILIES}

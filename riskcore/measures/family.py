@@ -32,6 +32,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("copies", "Copies and closeness"),
     ("attacks", "Attacks (Anonymeter)"),
     ("alc", "Anonymity Loss Coefficient"),
+    ("utility", "Utility beside risk"),
 )
 
 
@@ -203,6 +204,8 @@ class MeasureFamily:
             records) or ``whole`` (needs every record in one process: not run there).
         fits_models: it fits scikit-learn models (OpenMP threads): the gate loads their
             runtime before the thread budget is set, so that the budget reaches it.
+        axis: "risk" (a failed check means the release is not safe) or "utility" (it is not
+            useful); the decision's reasons say which.
     """
 
     name: str
@@ -218,6 +221,7 @@ class MeasureFamily:
     alarm: Callable[[MeasureResult], str | None] | None = None
     scale: Literal["classes", "rows", "whole"] = "rows"
     fits_models: bool = False
+    axis: Literal["risk", "utility"] = "risk"
 
     def parse(self, raw: Mapping[str, Any] | Params | None, source: str = "gate config"
               ) -> Params:

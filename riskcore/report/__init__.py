@@ -57,7 +57,8 @@ DETAILS = ("summary", "full")
 
 def render_report(decision: dict[str, Any], measures: list[dict[str, Any]],
                   validation: dict[str, Any] | None, per_record: pd.DataFrame | None = None,
-                  detail: str = "summary", examples: dict[str, Any] | None = None) -> str:
+                  detail: str = "summary", examples: dict[str, Any] | None = None,
+                  history: list[dict[str, Any]] | None = None) -> str:
     """Render ``report.html`` from the run's outputs.
 
     Args:
@@ -70,6 +71,8 @@ def render_report(decision: dict[str, Any], measures: list[dict[str, Any]],
             attributes and direct identifiers are never shown.
         examples: the riskiest records' quasi-identifier values
             (:func:`riskcore.report.examples.example_records`), shown only with "full".
+        history: this release's earlier runs with their figures
+            (:func:`riskcore.gate.history.earlier_figures`), plotted on the R-U map.
     """
     if detail not in DETAILS:
         raise ConfigError(f"report detail must be one of {DETAILS}, got {detail!r}")
@@ -95,6 +98,7 @@ def render_report(decision: dict[str, Any], measures: list[dict[str, Any]],
         copies=views.copies_view(by_name),
         membership=views.membership_view(by_name),
         alc=views.alc_view(by_name),
+        utility=views.utility_view(by_name, checks, history),
         examples=examples if detail == "full" else None,
         config_yaml=config_yaml,
         per_record_used=per_record is not None)

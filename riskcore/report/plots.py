@@ -397,3 +397,65 @@ def roc_curves(plot_id: str, title: str,
     body.append(_text(10, mid, "true-positive rate", size=11, colour=MUTED,
                       extra=f'transform="rotate(-90 10 {_f(mid)})"'))
     return _figure(plot_id, title, frame, "".join(body), caption)
+
+
+@dataclass(frozen=True)
+class RUPoint:
+    """One point of the risk-utility map: a run (or the control) and its two figures."""
+
+    label: str
+    utility: float
+    risk: float
+    kind: str  # "release" (this run), "control" (the yardstick) or "earlier" (a past run)
+
+
+def ru_map(plot_id: str, title: str, points: Sequence[RUPoint], *, risk_label: str,
+           utility_label: str, risk_max: float | None = None, utility_min: float | None = None,
+           width: int = 420, caption: str | None = None) -> Markup:
+    """Duncan et al.'s R-U confidentiality map: data utility across, disclosure risk up; the
+    policy's bounds dashed (the acceptable corner is bottom right)."""
+    frame = Frame(width, 300, left=52, right=16, top=14, bottom=44)
+    us = [p.utility for p in points] + ([utility_min] if utility_min is not None else [])
+    rs = [p.risk for p in points] + ([risk_max] if risk_max is not None else [])
+    u0 = min(0.5, math.floor(10 * (min(us) - 0.02)) / 10) if us else 0.0
+    u0 = max(0.0, u0)
+    rticks = nice_ticks(max(max(rs, default=0.0) * 1.15, 0.05), 4)
+    r1 = rticks[-1]
+
+    def sx(u: float) -> float:
+        return frame.x0 + (frame.x1 - frame.x0) * (min(max(u, u0), 1.0) - u0) / (1.0 - u0)
+
+    def sy(r: float) -> float:
+        return frame.y0 - (frame.y0 - frame.y1) * min(max(r, 0.0), r1) / r1
+
+    body = [_y_axis(frame, rticks, sy, risk_label)]
+    steps = 5
+    for i in range(steps + 1):
+        u = u0 + (1.0 - u0) * i / steps
+        body.append(f'<line x1="{_f(sx(u))}" x2="{_f(sx(u))}" y1="{_f(frame.y1)}" '
+                    f'y2="{_f(frame.y0)}" stroke="{GRID}"/>')
+        body.append(_text(sx(u), frame.y0 + 14, f"{u:.2g}", size=10, colour=MUTED))
+    if risk_max is not None:
+        body.append(f'<line x1="{_f(frame.x0)}" x2="{_f(frame.x1)}" y1="{_f(sy(risk_max))}" '
+                    f'y2="{_f(sy(risk_max))}" stroke="{BAD}" stroke-dasharray="4 3">'
+                    f'<title>policy: risk at most {risk_max:g}</title></line>')
+    if utility_min is not None:
+        body.append(f'<line x1="{_f(sx(utility_min))}" x2="{_f(sx(utility_min))}" '
+                    f'y1="{_f(frame.y1)}" y2="{_f(frame.y0)}" stroke="{BAD}" '
+                    f'stroke-dasharray="4 3"><title>policy: utility at least {utility_min:g}'
+                    f'</title></line>')
+    style = {"release": (BAR, 7), "control": (GOOD, 6), "earlier": (MUTED, 4)}
+    for p in sorted(points, key=lambda p: {"earlier": 0, "control": 1, "release": 2}[p.kind]):
+        colour, r = style.get(p.kind, (MUTED, 4))
+        shape = (f'<rect x="{_f(sx(p.utility) - r)}" y="{_f(sy(p.risk) - r)}" '
+                 f'width="{2 * r}" height="{2 * r}" fill="{colour}" stroke="#fff"'
+                 if p.kind == "control" else
+                 f'<circle cx="{_f(sx(p.utility))}" cy="{_f(sy(p.risk))}" r="{r}" '
+                 f'fill="{colour}" stroke="#fff"')
+        body.append(f'{shape}><title>{escape(p.label)}: utility {p.utility:.4f}, risk '
+                    f'{p.risk:.4f}</title>{"</rect>" if p.kind == "control" else "</circle>"}')
+        if p.kind != "earlier":
+            body.append(_text(sx(p.utility) - 9, sy(p.risk) + 4, p.label, anchor="end",
+                              size=10, colour=colour))
+    body.append(_x_label(frame, utility_label))
+    return _figure(plot_id, title, frame, "".join(body), caption)

@@ -369,3 +369,88 @@ def alc_view(by_name: Mapping[str, Mapping[str, Any]], max_curves: int = 12) -> 
             caption=f"#{i + 1}: secret {a['secret']}, ALC {alc} ({a.get('band', '')})"))
     out["n_curves_left_out"] = max(len(attacks) - max_curves, 0)
     return out
+
+
+def utility_view(by_name: Mapping[str, Mapping[str, Any]], checks: Sequence[Mapping[str, Any]],
+                 history: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The risk-utility map (this run, the control, this release's earlier runs), the shapes
+    per column beside the control's, the worst pairs and the information loss."""
+    from ..measures.utility import risk_axis
+
+    out: dict[str, Any] = {"plots": [], "columns": [], "pairs": [], "summary": [],
+                           "loss": None, "map_note": None}
+    u = by_name.get("utility")
+    if not u or u.get("status") != "ok":
+        return out
+    f, details = u["figures"], u.get("details", {})
+    for key, label in (("column_shapes", "column shapes"),
+                       ("column_pair_trends", "column pair trends"),
+                       ("pmse_ratio", "pMSE ratio (1: like a sample)")):
+        out["summary"].append({"figure": label, "release": f.get(key),
+                               "control": f.get(f"{key}_control")})
+    control_shapes = details.get("shapes_control") or {}
+    for c in details.get("columns", []):
+        out["columns"].append({"column": c, "release": f.get(f"shape.{c}"),
+                               "control": control_shapes.get(c),
+                               "suppressed": f.get(f"suppressed.{c}"),
+                               "granularity": f.get(f"granularity.{c}")})
+    out["pairs"] = [{"pair": " × ".join(p["columns"]), "metric": p["metric"],
+                     "score": p["score"], "original": p.get("original"),
+                     "release": p.get("release")} for p in details.get("worst_pairs", [])[:10]]
+    loss = details.get("information_loss") or {}
+    out["loss"] = ({"not_applicable": loss["not_applicable"]} if "not_applicable" in loss else
+                   {"il1s": f.get("il1s"), "suppressed_share": f.get("suppressed_share"),
+                    "generalization_intensity": f.get("generalization_intensity"),
+                    "left_out": loss.get("hierarchy_columns_left_out") or []})
+    shapes_now = [s for s in details.get("columns", []) if f.get(f"shape.{s}") is not None]
+    if shapes_now:
+        out["plots"].append(plots.hbar_chart(
+            "utility-shapes", "Column shapes (1: the original's distribution)",
+            shapes_now, [float(f[f"shape.{s}"]) for s in shapes_now],
+            xlabel="1 - KS (numbers) or 1 - total variation (categories)"))
+    chosen = (u.get("parameters") or {}).get("risk_figure")
+    now = {name: m.get("figures") or {} for name, m in by_name.items()}
+    axis = risk_axis(now, chosen)
+    if axis is None or f.get("column_shapes") is None:
+        out["map_note"] = ("No risk-utility map: the run has no risk figure for its vertical "
+                           "axis (run an attack, or name one in measures.utility.risk_figure).")
+        return out
+    risk_name, risk_now = axis
+    points = [plots.RUPoint("this run", float(f["column_shapes"]), risk_now, "release")]
+    if f.get("column_shapes_control") is not None:
+        # the attacks measure risk as the excess over the control: a fresh sample's is 0
+        points.append(plots.RUPoint("control", float(f["column_shapes_control"]), 0.0,
+                                    "control"))
+    shown = 0
+    for run in history or []:
+        past = risk_axis(run.get("figures") or {}, risk_name)
+        util = (run.get("figures") or {}).get("utility", {}).get("column_shapes")
+        if past is None or not isinstance(util, (int, float)):
+            continue
+        points.append(plots.RUPoint(f"{run.get('run_id')} ({run.get('verdict')}, "
+                                    f"{run.get('finished_at')})", float(util), past[1],
+                                    "earlier"))
+        shown += 1
+    out["plots"].insert(0, plots.ru_map(
+        "utility-ru-map", "Risk-utility map", points, risk_label=risk_name,
+        utility_label="utility: column shapes",
+        risk_max=_upper(checks, risk_name), utility_min=_lower(checks, "utility.column_shapes"),
+        caption=(f"Duncan et al.'s R-U map: this run (blue), the control as the yardstick of "
+                 f"a fresh sample (green square), and {shown} earlier run(s) of this release "
+                 f"(grey). Risk: {risk_name}; the policy's bounds are dashed. Bottom right is "
+                 "safe and useful.")))
+    return out
+
+
+def _upper(checks: Sequence[Mapping[str, Any]], figure: str) -> float | None:
+    for c in checks:
+        if c.get("figure") == figure and c.get("max") is not None:
+            return float(c["max"])
+    return None
+
+
+def _lower(checks: Sequence[Mapping[str, Any]], figure: str) -> float | None:
+    for c in checks:
+        if c.get("figure") == figure and c.get("min") is not None:
+            return float(c["min"])
+    return None

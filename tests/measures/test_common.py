@@ -37,6 +37,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     "inference": {"n_attacks": 60},
     "alc": {"max_attacks": 80, "per_secret": 1, "models": ["logistic_regression"]},
     "membership": {"n_targets": 40, "reference_size": 200},
+    "utility": {"propensity_rows": 400},
 }
 
 #: families computed from the release's equivalence classes: row order cannot matter

@@ -45,6 +45,12 @@ def cmd_history(args: argparse.Namespace) -> int:
         out.print(f"no finished run of {args.release_id} under "
                   f"{redact_text(cfg.output_url)}", markup=False)
         return 0
+    if not out.is_terminal:  # a pipe (CI, cron, grep): one full line per run, links whole
+        print(f"runs of {args.release_id}, newest first")
+        for r in runs:
+            print("\t".join((r["run_id"], str(r["finished_at"]), str(r["verdict"]),
+                             r["started_by"], r["report"])))
+        return 0
     table = Table(title=f"runs of {args.release_id}, newest first", header_style="bold")
     for col in ("run", "finished", "verdict", "started by", "report"):
         table.add_column(col)

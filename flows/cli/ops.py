@@ -373,6 +373,7 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
     deadline = time.monotonic() + timeout
     headers = auth_headers()
     ended_at: float | None = None
+    paused: dict[str, Any] | None = None
     while time.monotonic() < deadline:
         try:
             response = httpx.post(f"{api.rstrip('/')}/events/filter", json=body, timeout=10.0,
@@ -384,6 +385,12 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
             return dict(events[0].get("payload") or {})
         run = triggered_run(api, event_id, headers) or {}
         state = run.get("state") or {}
+        if state.get("type") == "PAUSED" and paused is None:
+            paused = run
+            console.print(f"the gate run {run.get('name')} ({run.get('id')}) needs review: it "
+                          "waits for a reviewer in the Prefect UI; waiting for the review")
+        elif state.get("type") != "PAUSED":
+            paused = None
         if state.get("type") in ("CRASHED", "CANCELLED", "FAILED", "COMPLETED"):
             # a run that ends without its verdict event: an ERROR. A crashed or cancelled run
             # gets a few seconds for the worker's hook to tell its ERROR verdict (with the
@@ -396,6 +403,11 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
                     f"{state.get('type')} without a verdict: "
                     f"{redact_text(str(state.get('message') or 'no message'))[:300]}"]}
         time.sleep(2.0)
+    if paused is not None:  # a person has not decided yet: that is the verdict so far
+        return {"verdict": "NEEDS_REVIEW", "reasons": [
+            f"the gate run {paused.get('name')} ({paused.get('id')}) still waits for a reviewer "
+            f"after {timeout:.0f} s (unanswered, it ends REJECTED at the config's "
+            "review_timeout_s); riskgate history shows the final verdict"]}
     raise RiskgateError(f"no verdict for release {release_id} within {timeout:.0f} s; is a "
                         "worker running (prefect worker start --pool riskgate-process)?")
 

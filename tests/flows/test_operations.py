@@ -264,8 +264,13 @@ def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
     from prefect.flow_runs import resume_flow_run
 
     with _pinned("s3://ops-config/gate-review.yaml"):
-        paused_emit = _emit(ops, "ops-review", wait=False)
-        assert paused_emit.returncode == 0, paused_emit.stderr
+        # the pipeline waits: told at once that a person must decide, then, unanswered at its
+        # --timeout, NEEDS_REVIEW (exit 2), never "is a worker running?"
+        waiting = subprocess.Popen(RISKGATE + [
+            "emit-anonymized", "--release", "ops-review", "--released",
+            "s3://ops-data/census/released-v2.csv", "--wait", "--timeout", "45"],
+            env=ops["env"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
         paused = wait_for_paused_run("ops-review")  # its config was read: pinned back below
     # a run that waits for a person is found by its verdict (issue 28, item 7)
     assert "verdict:NEEDS_REVIEW" in paused.tags and paused.name == "ops-review-NEEDS_REVIEW"
@@ -306,6 +311,10 @@ def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
         # gate: not asserted; the property is the count of slots held, asserted above)
         still = client.read_flow_run(paused.id)
         assert still.state.type is StateType.PAUSED
+        told, _ = waiting.communicate(timeout=120)
+        assert waiting.returncode == 2, told
+        assert "waits for a reviewer in the Prefect UI" in told
+        assert "verdict: NEEDS_REVIEW" in told and "worker" not in told
         resume_flow_run(paused.id, run_input={"approve": False, "reviewer": "dpo@example.org",
                                               "comment": "k too small"})
     for _ in range(120):

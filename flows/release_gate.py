@@ -500,7 +500,8 @@ def ended_without_verdict(flow: Any, flow_run: Any, state: State[Any]) -> None:
                          "decision was reached: re-run the gate")
         known = next((t.split(":", 1)[1] for t in tags if t.startswith("release:")), "")
         overrides = params.get("overrides")
-        outcome = _fail_before_gate(exc, str(flow_run.id), params.get("config"), trigger, {},
+        outcome = _fail_before_gate(exc, str(flow_run.id), params.get("config"), trigger,
+                                    _trigger_context(trigger, None),
                                     dict(params.get("storage_options") or {}), log,
                                     release_id=known, overrides=overrides
                                     if isinstance(overrides, Mapping) and trigger is None

@@ -18,11 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from scipy import stats
-from sklearn.metrics import roc_auc_score
-
 from domias.baselines import GAN_leaks, GAN_leaks_cal
 from domias.bnaf.density_estimation import compute_log_p_x, density_estimator_trainer
+from scipy import stats
+from sklearn.metrics import roc_auc_score
 
 d, m, ref, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 torch.manual_seed(seed)

@@ -11,12 +11,11 @@ import json
 import sys
 import time
 
+import lightgbm
 import numpy as np
 import pandas as pd
-import lightgbm
-from sklearn.metrics import roc_auc_score
-
 import syntheval.metrics.privacy.metric_MIA_classification as mia
+from sklearn.metrics import roc_auc_score
 
 d, iters = sys.argv[1], int(sys.argv[2])
 np.random.seed(0)

@@ -604,6 +604,7 @@ def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):
     assert "verdict:ERROR" in run.tags and run.name == "ops-killed-ERROR"
     decision = _decision(ops, "ops-killed")
     assert decision["verdict"] == "ERROR" and "without a verdict" in decision["reasons"][0]
+    assert decision["trigger"]["event_id"]  # riskgate history names the event that started it
 
 
 def test_the_pool_starts_no_more_gates_than_its_limit(ops):

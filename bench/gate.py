@@ -11,9 +11,10 @@ files: pyarrow reads the measured columns and one pandas group-by counts the key
 Data: the example generator's census (region, age, sex, education keys; diagnosis sensitive;
 weights and households), 12 columns, anonymized by the example's generalization; measures:
 k-anonymity, re-identification, l-diversity, t-closeness, sdcMicro risk (the example's
-equivalence-class families). Targets on this 2-core machine: 1M-row Parquet under 6 s wall,
-CSV under 10 s, validation under 1.5 s at 1M and 0.5 s at 6k, 10M rows under 60 s, peak RSS
-at most 3x the encoded tables.
+equivalence-class families), and at 1M rows every family of the example config (attacks,
+copies, the ALC and utility too: target 15 s of data work). Targets on this 2-core machine:
+1M-row Parquet under 6 s wall, CSV under 10 s, validation under 1.5 s at 1M and 0.5 s at 6k,
+10M rows under 60 s, peak RSS at most 3x the encoded tables.
 """
 
 from __future__ import annotations
@@ -32,8 +33,15 @@ from bench.common import OUT, print_table
 KEYS = ["region", "age", "sex", "education"]
 MEASURES = {"k_anonymity": {"ks": [2, 5, 10]}, "reid": {"threshold": 0.1},
             "l_diversity": {"c": 2}, "t_closeness": {}, "sdc": {}}
-CASES = [(6_000, "csv"), (6_000, "parquet"), (1_000_000, "parquet"), (1_000_000, "csv"),
-         (10_000_000, "parquet")]
+#: every family of the example config (examples/gate.yaml): attacks, copies, ALC, utility too
+ALL = {**MEASURES, "suda": {}, "singling_out": {}, "inference": {},
+       "linkability": {"aux_a": ["region", "sex"], "aux_b": ["age", "education"]},
+       "copies": {}, "alc": {}, "utility": {}}
+CASES = [(6_000, "csv", "equivalence"), (6_000, "parquet", "equivalence"),
+         (1_000_000, "parquet", "equivalence"), (1_000_000, "csv", "equivalence"),
+         (1_000_000, "parquet", "all"), (10_000_000, "parquet", "equivalence")]
+#: the concurrency row: this many gates of the example's size at once, against one after another
+CONCURRENT = 5
 
 
 def make_data(n: int, folder: Path) -> None:
@@ -58,10 +66,11 @@ def make_data(n: int, folder: Path) -> None:
     del original, released
 
 
-def gate_config(folder: Path, fmt: str, out: Path) -> Path:
+def gate_config(folder: Path, fmt: str, out: Path, families: str = "equivalence",
+                tag: str = "") -> Path:
     import yaml
 
-    cfg = {"release_id": f"bench-{folder.name}-{fmt}",
+    cfg = {"release_id": f"bench-{folder.name}-{fmt}-{families}{tag}",
            "original": str(folder / f"original.{fmt}"),
            "released": str(folder / f"released.{fmt}"), "output_url": str(out),
            "roles": {"quasi_identifiers": KEYS, "sensitive": ["diagnosis"], "weight": "weight",
@@ -69,10 +78,10 @@ def gate_config(folder: Path, fmt: str, out: Path) -> Path:
                      "types": {"age": "categorical"}},
            "generalization": {"age": "interval",
                               "region": {"hierarchy": str(folder / "region-hierarchy.csv")}},
-           "measures": MEASURES,
+           "measures": ALL if families == "all" else MEASURES,
            "policy": {"version": 1, "checks": ["k_anonymity.k >= 1"]},
            "limits": {"max_table_mb": 16384}, "seed": 19}
-    path = out / f"gate-{folder.name}-{fmt}.yaml"
+    path = out / f"gate-{folder.name}-{fmt}-{families}{tag}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -128,6 +137,27 @@ def run_gate(config: Path, api: str) -> tuple[float, int, dict, int]:
     return wall, rss_kb, decision, done.returncode
 
 
+def concurrency(api: str, folder: Path, runs: Path) -> dict:
+    """Wall time of CONCURRENT gates (every family, 6,000 rows) one after another, then all
+    at once: each its own ``riskgate gate`` process against one Prefect server, as a worker
+    running five gates does (each process's thread budget takes its share of the cores)."""
+    env = {**os.environ, "PREFECT_API_URL": api}
+    exe = str(Path(sys.executable).with_name("riskgate"))
+    configs = [gate_config(folder, "parquet", runs, "all", f"-c{i}") for i in range(CONCURRENT)]
+    t0 = time.perf_counter()
+    serial = [subprocess.run([exe, "gate", "--config", str(c)], env=env,
+                             capture_output=True).returncode for c in configs]
+    serial_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen([exe, "gate", "--config", str(c)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for c in configs]
+    parallel = [p.wait() for p in procs]
+    parallel_s = time.perf_counter() - t0
+    return {"serial_s": serial_s, "parallel_s": parallel_s,
+            "codes": f"{sorted(set(serial))} / {sorted(set(parallel))}"}
+
+
 def main() -> None:
     from riskgate.flows.local_api import private_server
 
@@ -136,10 +166,10 @@ def main() -> None:
     runs = OUT / "gate-runs"
     rows, record = [], {}
     with private_server(home=str(OUT / "gate-prefect-home")) as api:
-        for n, fmt in CASES:
+        for n, fmt, families in CASES:
             folder = data / f"{n}"
             make_data(n, folder)
-            config = gate_config(folder, fmt, runs)
+            config = gate_config(folder, fmt, runs, families)
             limit = limit_seconds(folder, fmt)
             enc_mb = encoded_mb(folder, fmt, config)
             wall, rss_kb, decision, rc = run_gate(config, api)
@@ -148,22 +178,33 @@ def main() -> None:
                                                "measures")]
             prefect = wall - sum(t.values())
             rss_mb = rss_kb / 1024
-            rows.append([f"{n:,}", fmt, decision["verdict"], *[f"{x:.2f}" for x in stages],
+            rows.append([f"{n:,}", fmt, families, decision["verdict"],
+                         *[f"{x:.2f}" for x in stages],
                          f"{prefect:.2f}", f"{wall:.2f}", f"{limit:.2f}",
                          f"{wall / limit:.1f}x", f"{rss_mb:,.0f}", f"{enc_mb:,.0f}",
                          f"{rss_mb / enc_mb:.1f}x"])
-            record[f"{n}/{fmt}"] = {"wall_s": wall, "timings": t, "prefect_s": prefect,
+            record[f"{n}/{fmt}/{families}"] = {"wall_s": wall, "timings": t, "prefect_s": prefect,
                                     "limit_s": limit, "peak_rss_mb": rss_mb,
                                     "encoded_mb": enc_mb, "exit_code": rc}
+        conc = concurrency(api, data / "6000", runs)
     text = print_table(
         "the gate per stage (seconds; gx start = what the checks waited for Great "
         "Expectations' one-off import in its helper process; prefect = wall minus the stages: "
         "process start, flow, tasks, report and writes, artifacts, events), next to the limit "
         "(pyarrow read + one group-by) and peak RSS against the encoded tables",
-        ["rows", "format", "verdict", "load", "gx start", "validate", "encode", "measures",
+        ["rows", "format", "families", "verdict", "load", "gx start", "validate", "encode",
+         "measures",
          "prefect",
          "wall", "limit", "wall/limit", "peak RSS MB", "encoded MB", "RSS/encoded"],
         rows)
+    text += "\n" + print_table(
+        f"{CONCURRENT} gates of the example's size (6,000 rows, every family) on one machine: "
+        "at once against one after another (wall seconds; target: throughput at once at "
+        "least the serial one)",
+        ["one after another", "at once", "throughput at once / serial", "exit codes"],
+        [[f"{conc['serial_s']:.1f}", f"{conc['parallel_s']:.1f}",
+          f"{conc['serial_s'] / conc['parallel_s']:.2f}x", conc["codes"]]])
+    record["concurrency"] = conc
     (OUT / "gate.txt").write_text(text + "\n")
     (OUT / "gate.json").write_text(json.dumps(record, indent=2))
 

@@ -23,6 +23,20 @@ from domias.bnaf.density_estimation import compute_log_p_x, density_estimator_tr
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
+# domias 0.0.5 was written for torch 1.x: ReduceLROnPlateau lost ``verbose`` and renamed
+# ``is_better``; two shims, nothing of the attack changes
+_plateau_init = torch.optim.lr_scheduler.ReduceLROnPlateau.__init__
+
+
+def _without_verbose(self, *args, verbose=None, **kwargs):
+    _plateau_init(self, *args, **kwargs)
+
+
+torch.optim.lr_scheduler.ReduceLROnPlateau.__init__ = _without_verbose
+if not hasattr(torch.optim.lr_scheduler.ReduceLROnPlateau, "is_better"):  # renamed _is_better
+    torch.optim.lr_scheduler.ReduceLROnPlateau.is_better = (
+        torch.optim.lr_scheduler.ReduceLROnPlateau._is_better)
+
 d, m, ref, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 torch.manual_seed(seed)
 torch.set_num_threads(1)

@@ -281,6 +281,13 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
     if len(reference) < m:
         warnings.append(f"the reference sample has {len(reference)} control rows, fewer than "
                         f"the {m} non-members: the calibrated and density attacks are weak")
+    if len(rel_rows) < released.n:
+        warnings.append(
+            f"the release was searched in a seeded sample of {len(rel_rows):,} of its "
+            f"{released.n:,} rows: a member whose near copy lies outside it is not seen, so "
+            f"the figures are a lower bound (on bench/membership.py's 100,000 rows, AUC 0.514 "
+            f"sampled against 0.545 searched whole); raise measures.membership.reference_size "
+            f"to search more (time grows with it)")
     return MeasureResult(
         measure="membership", figures=figures,
         parameters={"columns": cols, "qi_columns": qi, "n_targets": n_targets,

@@ -146,3 +146,16 @@ def test_through_the_registry_with_a_small_control(population):
                                                   original=t["original"],
                                                   control=t["control"], seed=3), {})
     assert res.status is Status.INSUFFICIENT_EVIDENCE and "too few" in (res.reason or "")
+
+
+def test_a_release_searched_in_a_sample_says_its_figures_are_a_lower_bound(population):
+    released = _near_copies(population["original"], population["synthetic"], 0.15, seed=3)
+    t = encode_tables({"original": population["original"], "released": released,
+                       "control": population["control"]}, ROLES)
+    whole = membership(t["original"], t["released"], t["control"], columns=COLUMNS,
+                       qi_columns=[], seed=1, attacks=("distance",))
+    part = membership(t["original"], t["released"], t["control"], columns=COLUMNS,
+                      qi_columns=[], seed=1, attacks=("distance",), reference_size=1000)
+    assert not any("searched in a seeded sample" in w for w in whole.warnings)
+    assert any("1,000 of its 4,000 rows" in w and "lower bound" in w for w in part.warnings)
+    assert part.figures["tpr_at_fpr_1pct"] < whole.figures["tpr_at_fpr_1pct"]

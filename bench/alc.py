@@ -5,10 +5,16 @@ Data: the ALC paper's adult (30,000 rows), released with 20 % swapping (referenc
 per column, int(0.1 n) disjoint random row pairs swap, default_rng(42)). Scenarios A-D of the
 reference runs. Per attack: time, predictions, time per prediction, ALC, baseline PRC (the
 baseline's strength is what keeps the ALC honest) and the halting reason, for both.
+
+Busy (issue 29): riskcore runs each scenario again beside two processes that spin on the
+machine's cores (wall seconds then, since the spinners take CPU from it), against the package's
+idle time: a conservative ratio (the package would be slower beside them too).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pandas as pd
@@ -45,6 +51,17 @@ def main() -> None:
         r = run_alc(data, secret, known, ALCConfig(seed=0))
         t = time.process_time() - t0
         total_ours += t
+        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                    for _ in range(2)]
+        try:
+            w0 = time.perf_counter()
+            busy = run_alc(data, secret, known, ALCConfig(seed=0))
+            t_busy = time.perf_counter() - w0
+        finally:
+            for sp in spinners:
+                sp.kill()
+                sp.wait()
+        assert busy.alc == r.alc  # the same seed, the same figures, busy or not
         peer = run_peer(py, "alc_run.py", [str(ori_path), str(rel_path), secret, ",".join(known),
                                            "0", str(OUT / "alc_peer")], timeout=1800)
         ts, n_peer = peer.get("seconds"), peer.get("n")
@@ -56,6 +73,8 @@ def main() -> None:
             f"{r.n_attacks} / {n_peer}",
             f"{per_ours * 1000:.1f} / {per_peer * 1000:.0f}" if per_peer else "n/a",
             f"{per_peer / per_ours:.0f}x" if per_peer else "n/a",
+            f"{t_busy:.2f}",
+            f"{per_peer / (t_busy / max(busy.n_attacks, 1)):.0f}x" if per_peer else "n/a",
             f"{r.alc} / {peer.get('alc')}",
             f"{r.base.prc if r.base else None} / {peer.get('base_prc')}",
             f"{r.baseline.model} / {peer.get('model')}",
@@ -64,7 +83,8 @@ def main() -> None:
         "ALC: riskcore vs anonymity_loss_coefficient 1.0.32 (adult 30k, swap 20 %, one core, "
         "CPU s)",
         ["scenario", "riskcore s", "package s", "ratio", "predictions ours / pkg",
-         "ms per prediction", "ratio per prediction", "ALC ours / pkg",
+         "ms per prediction", "ratio per prediction", "riskcore busy s (wall)",
+         "ratio per prediction, busy", "ALC ours / pkg",
          "base PRC ours / pkg", "baseline model", "halt"], rows)
     text += f"\nriskcore, whole 4-scenario run including encoding: {total_ours:.1f} s"
     print(text.splitlines()[-1])

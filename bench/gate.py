@@ -89,6 +89,10 @@ def gate_config(folder: Path, fmt: str, out: Path, families: str = "equivalence"
 
 def limit_seconds(folder: Path, fmt: str) -> float:
     """pyarrow read of the measured columns of both tables + one group-by of the keys."""
+    return min(_limit_once(folder, fmt) for _ in range(3))  # the best of three: a limit
+
+
+def _limit_once(folder: Path, fmt: str) -> float:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
@@ -177,25 +181,29 @@ def main() -> None:
             stages = [t.get(k, 0.0) for k in ("load", "gx_start", "validate", "encode",
                                                "measures")]
             prefect = wall - sum(t.values())
+            work = sum(t.get(k, 0.0) for k in ("load", "validate", "encode", "measures"))
             rss_mb = rss_kb / 1024
             rows.append([f"{n:,}", fmt, families, decision["verdict"],
                          *[f"{x:.2f}" for x in stages],
-                         f"{prefect:.2f}", f"{wall:.2f}", f"{limit:.2f}",
-                         f"{wall / limit:.1f}x", f"{rss_mb:,.0f}", f"{enc_mb:,.0f}",
+                         f"{prefect:.2f}", f"{wall:.2f}", f"{work:.2f}", f"{limit:.2f}",
+                         f"{work / limit:.1f}x", f"{wall / limit:.1f}x", f"{rss_mb:,.0f}",
+                         f"{enc_mb:,.0f}",
                          f"{rss_mb / enc_mb:.1f}x"])
             record[f"{n}/{fmt}/{families}"] = {"wall_s": wall, "timings": t, "prefect_s": prefect,
-                                    "limit_s": limit, "peak_rss_mb": rss_mb,
+                                    "limit_s": limit, "data_work_s": work, "peak_rss_mb": rss_mb,
                                     "encoded_mb": enc_mb, "exit_code": rc}
         conc = concurrency(api, data / "6000", runs)
     text = print_table(
         "the gate per stage (seconds; gx start = what the checks waited for Great "
         "Expectations' one-off import in its helper process; prefect = wall minus the stages: "
         "process start, flow, tasks, report and writes, artifacts, events), next to the limit "
-        "(pyarrow read + one group-by) and peak RSS against the encoded tables",
+        "(pyarrow read + one group-by; data work = load + validate + encode + measures, "
+        "targets at 1M rows: 4x Parquet, 5x CSV) and peak RSS against the encoded tables",
         ["rows", "format", "families", "verdict", "load", "gx start", "validate", "encode",
          "measures",
          "prefect",
-         "wall", "limit", "wall/limit", "peak RSS MB", "encoded MB", "RSS/encoded"],
+         "wall", "data work", "limit", "data work/limit", "wall/limit", "peak RSS MB",
+         "encoded MB", "RSS/encoded"],
         rows)
     text += "\n" + print_table(
         f"{CONCURRENT} gates of the example's size (6,000 rows, every family) on one machine: "

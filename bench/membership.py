@@ -7,10 +7,10 @@ Data (the issue's case): a population of independent columns (age, hours, income
 education, region); original and control are two samples of it, the release a fresh sample with
 15 % of its rows replaced by original rows with small noise (age +-1, hours +-1, income +-3 %):
 no exact copy, yet members sit near released rows. riskgate runs its defaults (2,000 members,
-2,000 non-members, a reference of the rest of the control, the release searched in a seeded
-sample of 20,000 rows). DOMIAS gets the same counts (its BNAF trains two flows on one core, at
-10,000 rows only: 12 CPU minutes there, hours beyond; its KDE and the GAN-leaks baselines,
-which are riskgate's distance and calibrated attacks, at every size).
+2,000 non-members, a reference of the rest of the control, the release searched whole;
+the density model on 20,000 released rows). DOMIAS gets the same counts (its BNAF trains two
+flows on one core, at 10,000 rows only: 12 CPU minutes there, hours beyond; its KDE and the
+GAN-leaks baselines, which are riskgate's distance and calibrated attacks, at every size).
 SynthEval's attack trains a classifier on synthetic vs holdout rows and tests it on real vs
 holdout rows, five times; its F1 is its own figure, its AUC the same classifiers' probabilities.
 The AUCs measure different attacks on the same data: side by side, not equal.
@@ -27,7 +27,7 @@ import pandas as pd
 
 from bench.common import ENVS, OUT, peer_python, pin_one_core, print_table, run_peer
 
-SIZES = (10_000, 100_000)
+SIZES = (10_000, 100_000, 1_000_000)
 SHARE = 0.15
 TARGETS = 2_000
 REFERENCE = 20_000

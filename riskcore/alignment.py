@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .data import map_distinct, number_series
+from .data import map_distinct, number_series, used_values
 from .errors import ConfigError, InputError, where
 from .generalization import (
     DEFAULT_MIN_COMPARABLE,
@@ -279,7 +279,7 @@ def check_suppression_tokens(col: str, released_text: pd.Series, original: pd.Se
     if not tokens:
         return
     if original is not None:
-        present = pd.Index(pd.unique(_text(original).dropna().astype(str)))
+        present = pd.Index(used_values(_text(original)).astype(str))  # per distinct value
         real = [t for t in tokens if t in present]
         if real:
             raise ConfigError(

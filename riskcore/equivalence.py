@@ -151,6 +151,16 @@ def record_counts(class_id: np.ndarray, n_classes: int,
     return np.bincount(class_id, weights=multiplicity, minlength=n_classes).astype(np.float64)
 
 
+def dense_values(codes: np.ndarray, n_categories: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` for codes in -1..n_categories-1 (missing -1),
+    by one bincount instead of a sort: the codes present, ascending, and each row's rank
+    among them."""
+    seen = np.bincount(codes.astype(np.int64) + 1, minlength=n_categories + 1) > 0
+    present = np.flatnonzero(seen) - 1
+    rank = np.cumsum(seen) - 1
+    return present, rank[codes.astype(np.int64) + 1]
+
+
 def class_value_pairs(class_id: np.ndarray, value: np.ndarray, n_values: int,
                       multiplicity: np.ndarray | None = None
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -161,6 +171,13 @@ def class_value_pairs(class_id: np.ndarray, value: np.ndarray, n_values: int,
         multiplicity: records per row, when rows stand for several records.
     """
     key = class_id.astype(np.int64) * np.int64(n_values) + value.astype(np.int64)
+    n_classes = int(class_id.max()) + 1 if class_id.size else 0
+    if n_classes * n_values <= max(4 * key.size, 1 << 16):
+        # the pairs' space is small: one bincount, already in (class, value) order, no sort
+        counts = np.bincount(key, weights=multiplicity, minlength=n_classes * n_values)
+        uniq = np.flatnonzero(counts if multiplicity is None
+                              else np.bincount(key, minlength=n_classes * n_values))
+        return uniq // n_values, uniq % n_values, counts[uniq].astype(np.float64)
     if multiplicity is None:
         uniq, counts = np.unique(key, return_counts=True)
         return uniq // n_values, uniq % n_values, counts.astype(np.float64)

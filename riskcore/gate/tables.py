@@ -160,6 +160,13 @@ def _decode(raw: bytes, encoding: str, name: str, shown: str) -> tuple[str, str,
             best = from_bytes(raw[: 1 << 20]).best()
             encoding = best.encoding if best is not None else "utf-8"
     try:
+        return raw.decode(encoding), encoding, 0  # one pass when every byte decodes
+    except UnicodeDecodeError:
+        pass
+    except LookupError:
+        raise ConfigError(f"{what}: unknown encoding '{encoding}' declared (read.encoding); "
+                          "use e.g. utf-8, latin-1, utf-16 or auto") from None
+    try:
         codec_text = raw.decode(encoding, errors="replace")
     except LookupError:
         raise ConfigError(f"{what}: unknown encoding '{encoding}' declared (read.encoding); "
@@ -247,7 +254,9 @@ def _arrow_csv(text: str, header: list[str], sep: str, na_values: Sequence[str],
             read_options=pacsv.ReadOptions(use_threads=True, block_size=8 << 20),
             parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=False),
             convert_options=pacsv.ConvertOptions(
-                column_types={h: pa.string() for h in header}, null_values=list(na_values),
+                # every cell as text, dictionary-encoded by the reader's threads
+                column_types={h: pa.dictionary(pa.int32(), pa.string()) for h in header},
+                null_values=list(na_values),
                 strings_can_be_null=True, quoted_strings_can_be_null=True,
                 include_columns=include))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
@@ -265,8 +274,10 @@ def categorical_frame(table: pa.Table) -> pd.DataFrame:
     cols: dict[str, Any] = {}
     for name in table.column_names:
         col = table.column(name)
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        if _is_text(col.type):
             cols[name] = _categorical(col)
+        elif pa.types.is_dictionary(col.type) and _is_text(col.type.value_type):
+            cols[name] = _categorical(col.unify_dictionaries() if col.num_chunks > 1 else col)
         else:
             cols[name] = col.to_pandas()
     del table
@@ -275,10 +286,18 @@ def categorical_frame(table: pa.Table) -> pd.DataFrame:
     return frame
 
 
+def _is_text(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ))
+
+
 def _categorical(column: pa.ChunkedArray) -> pd.Categorical:
     """One text column as a pandas Categorical, built from Arrow's dictionary encoding
-    (codes in order of first appearance; no Python string per row)."""
-    encoded = column.combine_chunks().dictionary_encode()
+    (codes in order of first appearance; no Python string per row). A column read
+    dictionary-encoded (Parquet) keeps its dictionary, unified over its chunks."""
+    if pa.types.is_dictionary(column.type):
+        encoded = column.combine_chunks()
+    else:
+        encoded = column.combine_chunks().dictionary_encode()
     categories = pd.Index(encoded.dictionary.to_pandas())
     codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
     return pd.Categorical.from_codes(codes.astype(np.int32, copy=False),
@@ -364,7 +383,12 @@ def _read_parquet(url: str, name: str, columns: Sequence[str] | None, limit: int
                 f"{what}: the {len(wanted)} needed column(s) of '{shown}' take "
                 f"{est / 2**20:.1f} MB, above the limit of {max_mb:g} MB (limits.max_table_mb); "
                 "raise the limit in the config")
+        # text columns come back dictionary-encoded, as Parquet stores them: the codes are
+        # read as they are, with no string per row nor a second hash pass
+        text = [c for c in wanted if _is_text(pf.schema_arrow.field(c).type)]
         try:
+            if text:
+                pf = pq.ParquetFile(fh, read_dictionary=text)
             df = categorical_frame(pf.read(columns=wanted))
         except Exception as exc:
             raise InputError(f"{what}: '{shown}' cannot be read: {redact_text(str(exc))[:200]}"

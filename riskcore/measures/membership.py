@@ -9,8 +9,11 @@ purpose); this family follows the synthetic-data literature.
 **Targets.** Members: a seeded sample of m original rows. Non-members: m control rows (held
 out of the release's making), m = min(``n_targets``, original rows, half the control rows).
 The rest of the control (up to ``reference_size`` rows) is the attacker's *reference* sample
-of the population; it never contains a target. The release is searched in a seeded sample of
-``reference_size`` rows. Every distance is the attacks' Gower distance
+of the population; it never contains a target. The release is searched whole (or in a seeded
+sample of ``released_size`` rows when one is given), by
+:func:`riskcore.measures.attacks.gower.nearest_distance`, which prunes by the categorical
+codes and the first numeric column (exact, a few milliseconds per thousand targets). Every
+distance is the attacks' Gower distance
 (:mod:`riskcore.measures.attacks.gower`) over the compared columns divided by their number.
 
 **Attacks** (a score per target, higher = "member"):
@@ -23,7 +26,8 @@ of the population; it never contains a target. The release is searched in a seed
 * ``density``: s(x) = log p_R(x) / p_P(x), the release's density over the population's
   (van Breugel et al. 2023, DOMIAS). The ratio is estimated by a classifier that tells
   released rows from reference rows (gradient boosting on the encoded columns, classes
-  weighted equally): its log-odds is log p_R/p_P up to a constant (the density-ratio trick).
+  weighted equally; the released rows a seeded sample of ``reference_size``): its log-odds
+  is log p_R/p_P up to a constant (the density-ratio trick).
   Why a classifier: it runs on CPU in seconds at 1M rows within the thread budget, handles
   categorical and numeric columns and missing values as they are, and needs no bandwidth or
   neural density estimator (DOMIAS's BNAF needs a GPU to be practical);
@@ -59,7 +63,7 @@ from .. import progress
 from ..results import MeasureResult, Status
 from ..roles import Roles
 from .attacks.common import check_attack_columns
-from .attacks.gower import MixedMatrix, kneighbors, prepare
+from .attacks.gower import MixedMatrix, nearest_distance, prepare
 from .family import MeasureFamily, MeasureInputs, Params
 
 DEFAULT_TARGETS = 2_000
@@ -85,7 +89,12 @@ class MembershipParams(Params):
     n_targets: int = Field(DEFAULT_TARGETS, ge=MIN_TARGETS,
                            description="members and non-members attacked, each (seeded)")
     reference_size: int = Field(DEFAULT_REFERENCE, ge=100,
-                                description="released and reference rows searched (seeded)")
+                                description="control rows of the reference sample, and "
+                                            "released rows the density model learns from "
+                                            "(seeded)")
+    released_size: int | None = Field(
+        None, ge=100, description="released rows searched for the closest one (seeded "
+                                  "sample); default: the whole release")
     attacks: list[Attack] = Field(
         list(ATTACKS), min_length=1, description="the attacks run")
     partly_informed: bool = Field(True, description="also attack with the quasi-identifiers "
@@ -162,8 +171,12 @@ def attack_figures(pos: np.ndarray, neg: np.ndarray, confidence: float
 # ---------------------------------------------------------------- attacks
 def _closest(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarray:
     p = max(len(queries.columns), 1)
-    _, d = kneighbors(queries, candidates, 1)
-    return np.asarray(d[:, 0] / p)
+    return np.asarray(nearest_distance(queries, candidates) / p)
+
+
+def _rows(mat: MixedMatrix, rows: np.ndarray) -> MixedMatrix:
+    return MixedMatrix(numeric=mat.numeric[rows], categorical=mat.categorical[rows],
+                       columns=mat.columns, n=len(rows), wild=mat.wild)
 
 
 def _features(mat: MixedMatrix) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +212,8 @@ def _density_scores(release: MixedMatrix, reference: MixedMatrix, targets: Mixed
 
 def membership(original: Any, released: Any, control: Any, *, columns: Sequence[str],
                qi_columns: Sequence[str] = (), n_targets: int = DEFAULT_TARGETS,
-               reference_size: int = DEFAULT_REFERENCE, attacks: Sequence[str] = ATTACKS,
+               reference_size: int = DEFAULT_REFERENCE, released_size: int | None = None,
+               attacks: Sequence[str] = ATTACKS,
                confidence: float = 0.95, seed: int = 0,
                wildcards: dict[str, int] | None = None) -> MeasureResult:
     """Membership inference against ``released`` (EncodedTables, jointly encoded); see the
@@ -225,8 +239,12 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
     ctrl = rng.permutation(control.n)
     non_members = np.sort(ctrl[:m])
     reference = np.sort(ctrl[m:m + reference_size])
-    rel_rows = np.sort(rng.choice(released.n, size=min(reference_size, released.n),
-                                  replace=False))
+    searched = released.n if released_size is None else min(released_size, released.n)
+    rel_rows = (np.arange(released.n) if searched == released.n else
+                np.sort(rng.choice(released.n, size=searched, replace=False)))
+    # the density model's released rows: a seeded sample of them, as large as the reference
+    learn = (np.arange(searched) if searched <= reference_size else
+             np.sort(rng.choice(searched, size=reference_size, replace=False)))
     views = {"": cols}
     qi = [c for c in qi_columns if c in cols]
     if qi and len(qi) < len(cols):
@@ -254,7 +272,7 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
                 s = d_ref - d_rel
             else:
                 with progress.scope(f"membership: density{suffix}"):
-                    s = _density_scores(rel, ref, targets, seed)
+                    s = _density_scores(_rows(rel, learn), ref, targets, seed)
             figs, curve = attack_figures(s[:m], s[m:], confidence)
             figures.update({f"{name}.{k}": v for k, v in figs.items()})
             curves[name] = curve
@@ -286,12 +304,13 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
             f"the release was searched in a seeded sample of {len(rel_rows):,} of its "
             f"{released.n:,} rows: a member whose near copy lies outside it is not seen, so "
             f"the figures are a lower bound (on bench/membership.py's 100,000 rows, AUC 0.514 "
-            f"sampled against 0.545 searched whole); raise measures.membership.reference_size "
-            f"to search more (time grows with it)")
+            f"sampled against 0.545 searched whole); leave measures.membership.released_size "
+            f"unset to search the whole release")
     return MeasureResult(
         measure="membership", figures=figures,
         parameters={"columns": cols, "qi_columns": qi, "n_targets": n_targets,
-                    "reference_size": reference_size, "attacks": list(attacks),
+                    "reference_size": reference_size, "released_size": released_size,
+                    "attacks": list(attacks),
                     "confidence": confidence, "seed": seed},
         higher_is_riskier=figure_directions(ran), details=details, warnings=tuple(warnings),
         records={RECORDS: {"table": np.r_[np.zeros(m, dtype=np.int8), np.ones(m, dtype=np.int8)],
@@ -349,7 +368,8 @@ def _run(inputs: MeasureInputs, params: MembershipParams) -> MeasureResult:
     qi = [c for c in roles.quasi_identifiers if c in cols] if params.partly_informed else []
     result = membership(inputs.original, inputs.released, inputs.control, columns=cols,
                         qi_columns=qi, n_targets=params.n_targets,
-                        reference_size=params.reference_size, attacks=params.attacks,
+                        reference_size=params.reference_size,
+                        released_size=params.released_size, attacks=params.attacks,
                         confidence=params.confidence, seed=inputs.seed,
                         wildcards=inputs.wildcards(cols))
     return inputs.with_alignment(result, cols)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import Field
 
-from ..equivalence import class_value_pairs, group_rows, record_counts
+from ..equivalence import class_value_pairs, dense_values, group_rows, record_counts
 from ..errors import ConfigError
 from ..results import MeasureResult
 from ..roles import Roles
@@ -51,7 +51,7 @@ def t_closeness(
     for s in sens:
         col = table.column(s)
         # dense codes of the values present here, in value order; missing last
-        present, value = np.unique(col.codes, return_inverse=True)
+        present, value = dense_values(col.codes, col.n_categories)
         value = value.astype(np.int64)
         if present.size and present[0] < 0:  # missing (-1) sorts first: move it last
             value = np.where(value == 0, present.size - 1, value - 1)

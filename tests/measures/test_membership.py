@@ -155,7 +155,7 @@ def test_a_release_searched_in_a_sample_says_its_figures_are_a_lower_bound(popul
     whole = membership(t["original"], t["released"], t["control"], columns=COLUMNS,
                        qi_columns=[], seed=1, attacks=("distance",))
     part = membership(t["original"], t["released"], t["control"], columns=COLUMNS,
-                      qi_columns=[], seed=1, attacks=("distance",), reference_size=1000)
+                      qi_columns=[], seed=1, attacks=("distance",), released_size=1000)
     assert not any("searched in a seeded sample" in w for w in whole.warnings)
     assert any("1,000 of its 4,000 rows" in w and "lower bound" in w for w in part.warnings)
     assert part.figures["tpr_at_fpr_1pct"] < whole.figures["tpr_at_fpr_1pct"]

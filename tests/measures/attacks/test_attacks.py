@@ -93,6 +93,32 @@ def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monke
         np.testing.assert_array_equal(fast[1], slow[1])
 
 
+def test_the_pruned_nearest_distance_equals_the_full_search():
+    """Issue 31: membership's nearest-distance search (groups by categorical codes, a walk on
+    one sorted numeric column) gives the full search's distances to the bit, on ties, missing
+    numbers (alone and in the walk's column), suppressed cells, no numbers or no categories."""
+    from riskcore.measures.attacks import gower
+    from riskcore.measures.attacks.gower import MixedMatrix, nearest_distance
+
+    rng = np.random.default_rng(31)
+    for trial in range(240):
+        p, q = int(rng.integers(0, 4)), int(rng.integers(0, 4))
+        nan_share, card = (0.0, 0.1, 0.5)[trial % 3], int(rng.integers(1, 5))
+        wild = tuple(int(rng.choice([gower.NO_WILDCARD, 0, 1])) for _ in range(q))
+
+        def matrix(n, p=p, q=q, nan_share=nan_share, card=card, wild=wild):
+            num = rng.random((n, p))
+            if trial % 2:
+                num = np.round(num * 3) / 3  # ties
+            num[rng.random((n, p)) < nan_share] = np.nan
+            cat = rng.integers(-1, card, size=(n, q)).astype(np.int32)
+            return MixedMatrix(numeric=num, categorical=cat, columns=(), n=n, wild=wild)
+
+        queries, candidates = matrix(int(rng.integers(1, 50))), matrix(int(rng.integers(1, 70)))
+        np.testing.assert_array_equal(nearest_distance(queries, candidates),
+                                      kneighbors(queries, candidates, 1)[1][:, 0])
+
+
 def test_the_compiled_query_counter_equals_the_row_by_row_definition(monkeypatch):
     """Issue 19: singling out's compiled counter (candidates from the inverted index, early
     stop) gives each query's exact count, and the same count capped at a limit, on every

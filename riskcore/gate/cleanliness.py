@@ -367,6 +367,44 @@ class _Shared:
     members: tuple[_Member, ...]
 
 
+#: regular expressions of the value checks that Arrow's engine (RE2) reads exactly as Python's
+#: does, each in RE2's spelling: ASCII classes, a literal, no look-around, and ``$`` after a
+#: class that takes line breaks (Python's ``$`` also matches before a final line break)
+_RE2_SAME = {NUMBER_REGEX: NUMBER_REGEX, REPLACEMENT_CHAR: REPLACEMENT_CHAR,
+             CONTROL_REGEX: r"[\x00-\x1f\x7f]"}
+#: columns with fewer distinct values go to Great Expectations whole
+SCREEN_ABOVE = 20_000
+
+
+def _suspects(sh: _Shared) -> np.ndarray | None:
+    """The union positions Great Expectations needs to see of a large text column whose
+    every check is a regular expression: the values that fail one of them when Arrow
+    evaluates the same expressions (RE2, in C++, on the column as it is held), and the first
+    value. GX then checks these and reports as if it had seen every value: a value passing
+    every expression in Arrow passes it in GX, as the expressions are the same
+    (:data:`_RE2_SAME`). None (GX sees every value) for small columns, other checks, or
+    values Arrow cannot hold as text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(sh.values)
+    if n <= SCREEN_ABOVE or not all(
+            sp.kind in ("ExpectColumnValuesToMatchRegex", "ExpectColumnValuesToNotMatchRegex")
+            and dict(sp.kwargs).get("regex") in _RE2_SAME for sp in sh.specs):
+        return None
+    try:
+        text = pa.array(sh.values, type=pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+        return None
+    suspect = np.zeros(n, dtype=bool)
+    for sp in sh.specs:
+        hit = pc.match_substring_regex(text, _RE2_SAME[dict(sp.kwargs)["regex"]])
+        hit_np = hit.fill_null(False).to_numpy(zero_copy_only=False)
+        suspect |= ~hit_np if sp.kind == "ExpectColumnValuesToMatchRegex" else hit_np
+    suspect[0] = True
+    return np.flatnonzero(suspect)
+
+
 def _shared_columns(tables: Sequence[tuple[str, DistinctValues, Sequence[Spec]]]
                     ) -> list[_Shared]:
     """The value checks (regular expressions, types) of every table, grouped: a text column
@@ -400,27 +438,34 @@ def _shared_columns(tables: Sequence[tuple[str, DistinctValues, Sequence[Spec]]]
 
 
 def _value_jobs(shared: Sequence[_Shared]
-                ) -> list[tuple[str, pd.DataFrame, list[Spec], dict[str, _Shared]]]:
+                ) -> list[tuple[str, pd.DataFrame, list[Spec], dict[str, _Shared],
+                                dict[str, np.ndarray | None]]]:
     """The shared columns packed into frames by size (:func:`_size_group`), shorter columns
-    padded with missing values, each frame's columns named uniquely."""
-    groups: dict[int, list[_Shared]] = {}
+    padded with missing values, each frame's columns named uniquely; a large text column
+    whose checks are regular expressions contributes its suspects only (:func:`_suspects`),
+    the union positions they stand for given per frame column."""
+    groups: dict[int, list[tuple[_Shared, Any, np.ndarray | None]]] = {}
     for sh in shared:
-        groups.setdefault(_size_group(len(sh.values)), []).append(sh)
+        kept = _suspects(sh)
+        values = sh.values if kept is None else pd.Series(sh.values).iloc[kept].to_numpy()
+        groups.setdefault(_size_group(len(values)), []).append((sh, values, kept))
     jobs = []
     for key in sorted(groups):
-        size = max(len(sh.values) for sh in groups[key])
+        size = max(len(values) for _, values, _ in groups[key])
         columns: dict[str, pd.Series] = {}
         owner: dict[str, _Shared] = {}
+        screened: dict[str, np.ndarray | None] = {}
         specs: list[Spec] = []
-        for sh in groups[key]:
+        for sh, values, kept in groups[key]:
             name = sh.column
             while name in columns:
                 name += "'"
-            columns[name] = pd.Series(sh.values).reindex(range(size))
+            columns[name] = pd.Series(values).reset_index(drop=True).reindex(range(size))
             owner[name] = sh
+            screened[name] = kept
             specs.extend(replace(sp, column=name) for sp in sh.specs)
         jobs.append((f"values-{key}", pd.DataFrame(columns, index=pd.RangeIndex(size)),
-                     specs, owner))
+                     specs, owner, screened))
     return jobs
 
 
@@ -455,7 +500,7 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
         jobs.append((f"{table}-columns", _column_frame(values),
                      [sp for sp in specs if sp.kind in COLUMN_LEVEL]))
     value_jobs = _value_jobs(_shared_columns(tables))
-    jobs.extend((name, frame, specs) for name, frame, specs, _ in value_jobs)
+    jobs.extend((name, frame, specs) for name, frame, specs, _, _ in value_jobs)
     suites, waited = _run_suites(jobs)
 
     found: dict[tuple[str, tuple[str, str, Any]], CheckResult] = {}
@@ -464,13 +509,16 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
         for row in rows:
             check = _check(table, row, values, by_name[table][1])
             found[(table, _row_key(row))] = check
-    for (_, _, _, owner), rows in zip(value_jobs, suites[len(tables):]):
+    for (_, _, _, owner, kept), rows in zip(value_jobs, suites[len(tables):]):
         for row in rows:
             sh = owner[row["column"]]
             for member in sh.members:
                 mine = {**row, "column": sh.column}
                 if row["index"] is not None:
                     unexpected = np.asarray(row["index"], dtype=np.int64)
+                    positions = kept[row["column"]]
+                    if positions is not None:  # positions in the union
+                        unexpected = positions[unexpected]
                     index = np.flatnonzero(np.isin(member.position, unexpected))
                     mine["index"] = index.tolist()
                     mine["success"] = bool(row["success"]) or index.size == 0

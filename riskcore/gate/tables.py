@@ -121,7 +121,11 @@ def read_table(
                                  f"{redact_text(str(exc))[:200]}") from None
             _refuse_nested(df, name, blob.url)
         else:
-            df = _parse_csv(text, name, blob.url, na_values, sep, columns)
+            # the bytes as read are the text's UTF-8 when they decoded as it whole
+            same = (used_encoding.lower().replace("-", "") == "utf8" and bad == 0
+                    and not blob.data.startswith(b"\xef\xbb\xbf"))
+            df = _parse_csv(text, name, blob.url, na_values, sep, columns,
+                            utf8=blob.data if same else None)
         if columns is not None:
             keep = set(columns)
             df = df[[c for c in df.columns if c in keep]]
@@ -183,9 +187,11 @@ def _physical_records(text: str) -> int:
 
 
 def _parse_csv(text: str, name: str, shown: str, na_values: Sequence[str],
-               sep: str | None, columns: Sequence[str] | None = None) -> pd.DataFrame:
+               sep: str | None, columns: Sequence[str] | None = None,
+               utf8: bytes | None = None) -> pd.DataFrame:
     what = f"table '{name}'"
-    first_line = text.split("\n", 1)[0].rstrip("\r")
+    end = text.find("\n")
+    first_line = (text if end < 0 else text[:end]).rstrip("\r")
     if not first_line.strip():
         raise InputError(f"{what}: '{shown}' has no header line; add column names")
     if sep is None:
@@ -201,7 +207,7 @@ def _parse_csv(text: str, name: str, shown: str, na_values: Sequence[str],
         raise InputError(
             f"{what}: '{shown}' has duplicate column names {dups}; rename them so each "
             "column name is unique")
-    fast = _arrow_csv(text, header, sep, na_values, columns)
+    fast = _arrow_csv(text, header, sep, na_values, columns, utf8)
     if fast is not None:
         return fast
     try:
@@ -238,7 +244,8 @@ def _record_lines(data: bytes) -> int:
 
 
 def _arrow_csv(text: str, header: list[str], sep: str, na_values: Sequence[str],
-               columns: Sequence[str] | None = None) -> pd.DataFrame | None:
+               columns: Sequence[str] | None = None, utf8: bytes | None = None
+               ) -> pd.DataFrame | None:
     """The typed, multi-threaded reader: every cell as text, each column dictionary-encoded
     (a pandas Categorical, so that per-value work runs once per distinct value); only
     ``columns`` when given (every record is still parsed and counted). None when pyarrow
@@ -247,7 +254,7 @@ def _arrow_csv(text: str, header: list[str], sep: str, na_values: Sequence[str],
     import pyarrow.csv as pacsv
 
     include = [h for h in header if columns is None or h in set(columns)] or header
-    data = text.encode("utf-8")
+    data = utf8 if utf8 is not None else text.encode("utf-8")
     try:
         table = pacsv.read_csv(
             io.BytesIO(data),

@@ -68,3 +68,26 @@ def test_a_check_without_a_result_fails_closed(monkeypatch) -> None:
     report = validate_tables(_tables(), ROLES)
     lost = [c for c in report.checks if "returned no result" in c.detail]
     assert lost and not any(c.success for c in lost) and not report.success
+
+
+def test_a_large_text_column_screened_by_arrow_gives_the_same_report(monkeypatch) -> None:
+    """Issue 29: a large text column whose checks are regular expressions sends Great
+    Expectations only the values that Arrow's RE2 finds failing (and its first value); the
+    report (outcomes, counts, example rows) is the one GX gives on every value."""
+    from riskcore.gate import cleanliness
+
+    gx_helper.stop()
+    tables = _tables()
+    whole = validate_tables(tables, ROLES).to_dict()
+    seen: list[int] = []
+    real = cleanliness._run_suites
+
+    def counting(jobs):
+        seen.extend(len(frame) for name, frame, _ in jobs if name.startswith("values-"))
+        return real(jobs)
+
+    monkeypatch.setattr(cleanliness, "SCREEN_ABOVE", 0)
+    monkeypatch.setattr(cleanliness, "_run_suites", counting)
+    screened = validate_tables(tables, ROLES).to_dict()
+    assert screened["checks"] == whole["checks"]
+    assert max(seen) < 10  # the ~150 household ids and regions: their suspects and first value

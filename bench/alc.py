@@ -6,13 +6,15 @@ per column, int(0.1 n) disjoint random row pairs swap, default_rng(42)). Scenari
 reference runs. Per attack: time, predictions, time per prediction, ALC, baseline PRC (the
 baseline's strength is what keeps the ALC honest) and the halting reason, for both.
 
-Busy (issue 29): riskcore runs each scenario again beside two processes that spin on the
-machine's cores (wall seconds then, since the spinners take CPU from it), against the package's
-idle time: a conservative ratio (the package would be slower beside them too).
+Busy (issue 29): riskcore runs each scenario again on the machine's cores beside two processes
+that spin on them, with the thread budget a gate gives a family running alone (wall seconds
+then, since the spinners take CPU from it), against the package's idle one-core time: a
+conservative ratio (the package would be slower beside them too).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -22,6 +24,9 @@ import pandas as pd
 from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer
 from riskcore.measures.alc import ALCConfig, from_frames, run_alc
 from riskcore.measures.alc.swap import swap_frame
+from riskcore.threads import family_threads, thread_budget
+
+ALL_CORES = os.sched_getaffinity(0)
 
 
 def main() -> None:
@@ -51,16 +56,21 @@ def main() -> None:
         r = run_alc(data, secret, known, ALCConfig(seed=0))
         t = time.process_time() - t0
         total_ours += t
+        # busy: the machine's every core, two spinners on them, riskcore with the budget a
+        # gate gives a family running alone (it was pinned to the spinners' one core before)
+        os.sched_setaffinity(0, ALL_CORES)
         spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                     for _ in range(2)]
         try:
             w0 = time.perf_counter()
-            busy = run_alc(data, secret, known, ALCConfig(seed=0))
+            with thread_budget(family_threads(1)):
+                busy = run_alc(data, secret, known, ALCConfig(seed=0))
             t_busy = time.perf_counter() - w0
         finally:
             for sp in spinners:
                 sp.kill()
                 sp.wait()
+            pin_one_core()
         assert busy.alc == r.alc  # the same seed, the same figures, busy or not
         peer = run_peer(py, "alc_run.py", [str(ori_path), str(rel_path), secret, ",".join(known),
                                            "0", str(OUT / "alc_peer")], timeout=1800)

@@ -23,8 +23,9 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from .errors import ConfigError
@@ -145,5 +146,53 @@ def thread_budget(threads: int, models: bool = False) -> Iterator[int]:
                 pass  # the others asked for as much or more: the lower limit stays (safe)
 
 
+_TREE_JOBS: ContextVar[int] = ContextVar("riskgate_tree_jobs", default=1)
+
+
+def tree_jobs() -> int:
+    """Threads for a forest's trees (scikit-learn's ``n_jobs``, joblib threads that release
+    the interpreter's lock while a tree grows): what :func:`tree_threads` set, else 1."""
+    return _TREE_JOBS.get()
+
+
+@contextmanager
+def tree_threads(threads: int) -> Iterator[int]:
+    """Forests fitted in the block grow ``threads`` trees at once. Unlike OpenMP's
+    per-split threads (:func:`model_threads`), trees are independent work of milliseconds
+    each, worth a thread each even on small tables; the forest is the same whatever the
+    number (each tree's seed is fixed)."""
+    token = _TREE_JOBS.set(max(1, int(threads)))
+    try:
+        yield max(1, int(threads))
+    finally:
+        _TREE_JOBS.reset(token)
+
+
+def in_chunks(n: int, work: Callable[[slice], None], chunk: int,
+              tick: Callable[[int], None] | None = None) -> None:
+    """``work`` over consecutive slices of ``range(n)`` of ``chunk`` items, on as many threads
+    as the budget in force allows (one outside any budget). For kernels that release the
+    interpreter's lock (numba ``nogil``) and write disjoint slices of their outputs: on a busy
+    worker a family then holds its share of the cores instead of one thread's.
+    ``tick(done)`` reports progress from the calling thread."""
+    slices = [slice(s, min(n, s + chunk)) for s in range(0, n, max(1, chunk))]
+    threads = min(current_limit() or 1, len(slices))
+    if threads <= 1:
+        for sl in slices:
+            if tick is not None:
+                tick(sl.start)
+            work(sl)
+        return
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="riskgate-chunk") as pool:
+        futures = [pool.submit(work, sl) for sl in slices]
+        for done, future in enumerate(as_completed(futures)):
+            future.result()
+            if tick is not None:
+                tick(done * chunk)
+
+
 __all__ = ["ENV", "ROWS_PER_MODEL_THREAD", "available_cores", "current_limit", "family_threads",
-           "load_model_runtime", "model_threads", "process_budget", "thread_budget"]
+           "in_chunks", "load_model_runtime", "model_threads", "process_budget", "thread_budget",
+           "tree_jobs", "tree_threads"]

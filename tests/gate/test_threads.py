@@ -64,3 +64,46 @@ def test_concurrent_gates_keep_the_lowest_budget_until_the_last_leaves():
     leave.set()
     t.join()
     assert current_limit() is None
+
+
+def test_chunks_on_the_budgets_threads_give_the_one_thread_neighbours():
+    """kneighbors and membership's nearest distance split their queries over the budget's
+    threads: the same neighbours and distances as on one thread."""
+    import numpy as np
+
+    from riskcore.measures.attacks.gower import MixedMatrix, kneighbors, nearest_distance
+
+    rng = np.random.default_rng(29)
+
+    def matrix(n: int) -> MixedMatrix:
+        return MixedMatrix(numeric=np.round(rng.random((n, 2)) * 4) / 4,
+                           categorical=rng.integers(0, 3, (n, 2)).astype(np.int32),
+                           columns=("a", "b", "c", "d"), n=n)
+
+    queries, candidates = matrix(3000), matrix(700)
+    one = kneighbors(queries, candidates, 3), nearest_distance(queries, candidates)
+    with thread_budget(2):
+        two = kneighbors(queries, candidates, 3), nearest_distance(queries, candidates)
+    np.testing.assert_array_equal(one[0][0], two[0][0])
+    np.testing.assert_array_equal(one[0][1], two[0][1])
+    np.testing.assert_array_equal(one[1], two[1])
+
+
+def test_forests_grow_on_the_budgets_threads_and_give_the_same_forest():
+    """The ALC's random forest and extra trees take the budget in force as n_jobs; the
+    baseline's predictions are the same on one thread and on two."""
+    import numpy as np
+
+    from riskcore.measures.alc.baseline import _sklearn_model
+    from riskcore.threads import tree_jobs, tree_threads
+
+    rng = np.random.default_rng(3)
+    X, y = rng.random((600, 4)), rng.integers(0, 3, 600)
+    assert tree_jobs() == 1
+    one = _sklearn_model("random_forest", 0, None).fit(X, y).predict_proba(X)
+    with tree_threads(2):
+        model = _sklearn_model("random_forest", 0, None)
+        assert model.n_jobs == 2
+        two = model.fit(X, y).predict_proba(X)
+    assert tree_jobs() == 1
+    np.testing.assert_array_equal(one, two)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
+from ...threads import tree_jobs
 from .inputs import CONTINUOUS, ALCData
 from .prc import TIGHT_WIDTH, PRCParams, best_prc
 
@@ -130,9 +131,9 @@ def _sklearn_model(name: str, seed: int, cat_mask: np.ndarray | None,
             categorical_features=cat_mask if cat_mask is not None and cat_mask.any() else None,
             random_state=seed)
     if name == "random_forest":
-        return RandomForestClassifier(n_estimators=40, n_jobs=1, random_state=seed)
+        return RandomForestClassifier(n_estimators=40, n_jobs=tree_jobs(), random_state=seed)
     if name == "extra_trees":
-        return ExtraTreesClassifier(n_estimators=40, n_jobs=1, random_state=seed)
+        return ExtraTreesClassifier(n_estimators=40, n_jobs=tree_jobs(), random_state=seed)
     if name == "logistic_regression":
         return make_pipeline(StandardScaler(), LogisticRegression(max_iter=300,
                                                                   random_state=seed))

@@ -47,7 +47,7 @@ import numpy as np
 
 from ...errors import ConfigError, InputError
 from ...results import to_jsonable
-from ...threads import model_threads, thread_budget
+from ...threads import current_limit, model_threads, thread_budget, tree_threads
 from .baseline import DEFAULT_MODELS, BaselineModel, BaselineSelection, select_baseline
 from .brm import BestRowMatch, Predictions
 from .inputs import ALCData
@@ -331,8 +331,10 @@ def run_alc(data: ALCData, secret: str, known: Sequence[str],
             progress: Callable[[int, int, str], None] | None = None) -> ALCResult:
     """:func:`_run_alc` inside the thread budget (issue 29): its many small model fits take
     one thread per 100,000 original rows, within the process's budget (a gate's lower
-    budget for parallel families stays in force)."""
-    with thread_budget(model_threads(data.n[data.original]), models=True):
+    budget for parallel families stays in force); forests grow as many trees at once as the
+    budget in force when the attack starts."""
+    with tree_threads(current_limit() or 1), \
+            thread_budget(model_threads(data.n[data.original]), models=True):
         return _run_alc(data, secret, known, config, attack, targets, recall, baseline,
                         prior_swap_fraction, progress)
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ... import progress
 from ...compiled import compiled
+from ...threads import in_chunks
 
 if TYPE_CHECKING:
     from ...data import EncodedTable
@@ -130,14 +131,19 @@ def kneighbors(queries: MixedMatrix, candidates: MixedMatrix, k: int,
         cn = np.ascontiguousarray(candidates.numeric, dtype=np.float64)
         cc = np.ascontiguousarray(candidates.categorical, dtype=np.int32)
         wild = np.asarray(candidates.wild or (NO_WILDCARD,) * cc.shape[1], dtype=np.int32)
+    if kernel is not None:  # blocks of queries on the budget's threads (nogil kernel)
+        qn_all = np.ascontiguousarray(queries.numeric, dtype=np.float64)
+        qc_all = np.ascontiguousarray(queries.categorical, dtype=np.int32)
+
+        def run(sl: slice) -> None:
+            kernel(qn_all[sl], qc_all[sl], cn, cc, wild, out_i[sl], out_d[sl])
+
+        in_chunks(nq, run, block,
+                  lambda done: progress.tick("nearest neighbours (queries)", done, nq))
+        return out_i, out_d
     for start in range(0, nq, block):
         progress.tick("nearest neighbours (queries)", start, nq)
         sl = slice(start, min(nq, start + block))
-        if kernel is not None:
-            kernel(np.ascontiguousarray(queries.numeric[sl], dtype=np.float64),
-                   np.ascontiguousarray(queries.categorical[sl], dtype=np.int32),
-                   cn, cc, wild, out_i[sl], out_d[sl])
-            continue
         D = _block(queries.numeric[sl], queries.categorical[sl], candidates)
         idx, dist = _smallest_k(D, k)
         out_i[sl] = idx
@@ -270,11 +276,15 @@ def nearest_distance(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarra
         (~nan_first[order]).astype(np.int64), starts[:-1]) if n_groups else starts[:-1]
     wild = np.asarray(candidates.wild or (NO_WILDCARD,) * q, dtype=np.int32)
     out = np.empty(queries.n)
-    kernel(np.ascontiguousarray(queries.numeric, dtype=np.float64),
-           np.ascontiguousarray(queries.categorical, dtype=np.int32),
-           np.ascontiguousarray(cn[order]), np.ascontiguousarray(group_keys, dtype=np.int32),
-           starts.astype(np.int64), np.asarray(nan_starts, dtype=np.int64), wild, sort_col,
-           out)
+    qn = np.ascontiguousarray(queries.numeric, dtype=np.float64)
+    qc = np.ascontiguousarray(queries.categorical, dtype=np.int32)
+    cs, keys = np.ascontiguousarray(cn[order]), np.ascontiguousarray(group_keys, dtype=np.int32)
+    starts, nan_starts = starts.astype(np.int64), np.asarray(nan_starts, dtype=np.int64)
+
+    def run(sl: slice) -> None:
+        kernel(qn[sl], qc[sl], cs, keys, starts, nan_starts, wild, sort_col, out[sl])
+
+    in_chunks(queries.n, run, 512)
     return out
 
 

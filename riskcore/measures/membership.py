@@ -25,8 +25,8 @@ distance is the attacks' Gower distance
   only because it lies in a dense region is close to the population too;
 * ``density``: s(x) = log p_R(x) / p_P(x), the release's density over the population's
   (van Breugel et al. 2023, DOMIAS). The ratio is estimated by a classifier that tells
-  released rows from reference rows (gradient boosting on the encoded columns, classes
-  weighted equally; the released rows a seeded sample of ``reference_size``): its log-odds
+  released rows from reference rows (gradient boosting on the encoded columns, on seeded
+  samples of equal size, at most ``reference_size`` each): its log-odds
   is log p_R/p_P up to a constant (the density-ratio trick).
   Why a classifier: it runs on CPU in seconds at 1M rows within the thread budget, handles
   categorical and numeric columns and missing values as they are, and needs no bandwidth or
@@ -198,15 +198,22 @@ def _density_scores(release: MixedMatrix, reference: MixedMatrix, targets: Mixed
     xr, is_cat = _features(release)
     xp, _ = _features(reference)
     xt, _ = _features(targets)
+    # classes of equal size (seeded samples of the larger): the odds are then the density
+    # ratio itself, with no sample weights (which also slow the model's binning threefold)
+    size = min(len(xr), len(xp))
+    rng = np.random.default_rng(seed)
+    if len(xr) > size:
+        xr = xr[np.sort(rng.choice(len(xr), size, replace=False))]
+    if len(xp) > size:
+        xp = xp[np.sort(rng.choice(len(xp), size, replace=False))]
     X = np.vstack([xr, xp])
     y = np.r_[np.ones(len(xr)), np.zeros(len(xp))]
-    weight = np.where(y == 1, 0.5 / len(xr), 0.5 / len(xp)) * len(y)
     cardinality = np.nanmax(np.where(np.isnan(X), -1, X), axis=0) + 1 if X.size else []
     categorical = is_cat & (np.asarray(cardinality) <= 250)
     model = HistGradientBoostingClassifier(
         max_iter=100, learning_rate=0.1, max_leaf_nodes=31, early_stopping=False,
         categorical_features=categorical if categorical.any() else None, random_state=seed)
-    model.fit(X, y, sample_weight=weight)
+    model.fit(X, y)
     return np.asarray(model.decision_function(xt), dtype=np.float64)
 
 

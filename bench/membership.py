@@ -18,6 +18,7 @@ The AUCs measure different attacks on the same data: side by side, not equal.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -97,7 +98,7 @@ def domias_python() -> Path:
 
 def main() -> None:
     pin_one_core()
-    sizes = [int(a) for a in sys.argv[1:]] or list(SIZES)
+    sizes = [int(a) for a in sys.argv[1:] if a.isdigit()] or list(SIZES)
     syntheval = peer_python("syntheval", ["syntheval==1.7.3", "pyarrow"])
     domias = domias_python()
     rows = []
@@ -106,10 +107,17 @@ def main() -> None:
         if not (folder / "released.parquet").exists():
             make(n, folder)
         secs, f = ours(folder)
-        dm = run_peer(domias, "domias_run.py", [str(folder), str(TARGETS), str(REFERENCE), "1",
-                                                *(["--no-bnaf"] if n > BNAF_MAX else [])],
-                      timeout=7200)
-        se = run_peer(syntheval, "syntheval_mia.py", [str(folder), "5"], timeout=7200)
+        # the peers' answers are kept beside the data (BNAF alone takes 12 CPU minutes):
+        # ``--peers-again`` runs them anew
+        cache = folder / "peers.json"
+        if cache.exists() and "--peers-again" not in sys.argv:
+            dm, se = json.loads(cache.read_text())
+        else:
+            dm = run_peer(domias, "domias_run.py",
+                          [str(folder), str(TARGETS), str(REFERENCE), "1",
+                           *(["--no-bnaf"] if n > BNAF_MAX else [])], timeout=7200)
+            se = run_peer(syntheval, "syntheval_mia.py", [str(folder), "5"], timeout=7200)
+            cache.write_text(json.dumps([dm, se]))
         bnaf_s = dm.get("seconds_domias_bnaf")
         kde_s = dm.get("seconds_domias_kde")
         se_s = se.get("seconds")

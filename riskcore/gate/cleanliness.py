@@ -483,7 +483,8 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
     example rows mapped back to each table's rows: per table, one suite for the column
     checks (exists, not empty) on a one-row frame; and one suite per size of column for the
     value checks, where a text column that several tables share is checked once on the
-    union of their distinct values (:func:`_shared_columns`).
+    union of their distinct values (:func:`_shared_columns`), and a large one whose checks
+    are regular expressions contributes the values Arrow finds failing (:func:`_suspects`).
 
     Args:
         frames: table role name -> DataFrame as read (CSV cells as text).

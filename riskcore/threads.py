@@ -168,13 +168,27 @@ def tree_threads(threads: int) -> Iterator[int]:
         _TREE_JOBS.reset(token)
 
 
+_POOL: list[Any] = []  # one shared pool of helper threads, made on first use
+
+
+def _helpers() -> Any:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _LOCK:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(max_workers=max(4, 2 * available_cores()),
+                                            thread_name_prefix="riskgate-chunk"))
+        return _POOL[0]
+
+
 def in_chunks(n: int, work: Callable[[slice], None], chunk: int,
               tick: Callable[[int], None] | None = None) -> None:
     """``work`` over consecutive slices of ``range(n)`` of ``chunk`` items, on as many threads
-    as the budget in force allows (one outside any budget). For kernels that release the
+    as the budget in force allows (one outside any budget): the calling thread and helpers
+    from one shared pool take the next slice until none is left. For kernels that release the
     interpreter's lock (numba ``nogil``) and write disjoint slices of their outputs: on a busy
-    worker a family then holds its share of the cores instead of one thread's.
-    ``tick(done)`` reports progress from the calling thread."""
+    worker a family then holds its share of the cores instead of one thread's. A single slice
+    runs here, with no helper. ``tick(done)`` reports progress from the calling thread."""
     slices = [slice(s, min(n, s + chunk)) for s in range(0, n, max(1, chunk))]
     threads = min(current_limit() or 1, len(slices))
     if threads <= 1:
@@ -183,14 +197,24 @@ def in_chunks(n: int, work: Callable[[slice], None], chunk: int,
                 tick(sl.start)
             work(sl)
         return
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    pending = iter(slices)
+    taking = threading.Lock()
 
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="riskgate-chunk") as pool:
-        futures = [pool.submit(work, sl) for sl in slices]
-        for done, future in enumerate(as_completed(futures)):
-            future.result()
-            if tick is not None:
-                tick(done * chunk)
+    def take() -> slice | None:
+        with taking:
+            return next(pending, None)
+
+    def helper() -> None:
+        while (sl := take()) is not None:
+            work(sl)
+
+    helpers = [_helpers().submit(helper) for _ in range(threads - 1)]
+    while (part := take()) is not None:  # the caller works too: no wait on a busy pool
+        if tick is not None:
+            tick(part.start)
+        work(part)
+    for h in helpers:
+        h.result()
 
 
 __all__ = ["ENV", "ROWS_PER_MODEL_THREAD", "available_cores", "current_limit", "family_threads",

@@ -41,6 +41,7 @@ from ...errors import ConfigError
 from ...results import MeasureResult
 from ...roles import Roles
 from ...stats import wilson
+from ...threads import in_chunks
 from ..family import MeasureFamily, MeasureInputs, Params
 from .common import (
     DEFAULT_N_ATTACKS,
@@ -299,9 +300,14 @@ def count_queries(a: _Arrays, J: np.ndarray, OP: np.ndarray, V: np.ndarray,
     lengths = sizes[rows_k, pick]
     starts_q = np.where(lengths < a.n, first[rows_k, pick], -1)
     out = np.zeros(k, dtype=np.int64)
-    kernel(meta["X"], meta["W"], np.ascontiguousarray(J, dtype=np.int64),
-           np.ascontiguousarray(OP, dtype=np.int64), np.ascontiguousarray(V, dtype=np.float64),
-           meta["flat"], starts_q, lengths, cap, out)
+    J, OP = np.ascontiguousarray(J, dtype=np.int64), np.ascontiguousarray(OP, dtype=np.int64)
+    V = np.ascontiguousarray(V, dtype=np.float64)
+
+    def run(sl: slice) -> None:  # queries in chunks on the budget's threads (nogil kernel)
+        kernel(meta["X"], meta["W"], J[sl], OP[sl], V[sl], meta["flat"], starts_q[sl],
+               lengths[sl], cap, out[sl])
+
+    in_chunks(k, run, 256)
     return out
 
 

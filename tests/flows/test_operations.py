@@ -433,18 +433,29 @@ PLANTED = "PLANTED-S3CRET-7f3a"
 def _post(ops: dict[str, Any], release: str, payload: dict[str, Any]) -> dict[str, Any]:
     """A raw event as a hostile pipeline would send it (not through emit-anonymized, which
     refuses these payloads before sending), and the verdict its run answers with."""
+    return _post_all(ops, {release: payload})[release]
+
+
+def _post_all(ops: dict[str, Any], payloads: dict[str, dict[str, Any]]
+              ) -> dict[str, dict[str, Any]]:
+    """:func:`_post` for several releases at once: every event sent, then every verdict
+    awaited (the worker gates them side by side, up to the pool's limit)."""
     from datetime import UTC, datetime
 
     from riskgate.flows.cli.ops import post_event, wait_for_verdict
 
     api = ops["env"]["PREFECT_API_URL"]
-    event_id = str(uuid.uuid4())
-    since = datetime.now(UTC).isoformat()
-    post_event(api, {"id": event_id, "occurred": since,
-                     "event": "riskgate.anonymization.completed",
-                     "resource": {"prefect.resource.id": f"riskgate.release.{release}"},
-                     "related": [], "payload": {"release_id": release, **payload}})
-    return wait_for_verdict(api, release, event_id, since, 240)
+    sent = {}
+    for release, payload in payloads.items():
+        event_id = str(uuid.uuid4())
+        since = datetime.now(UTC).isoformat()
+        post_event(api, {"id": event_id, "occurred": since,
+                         "event": "riskgate.anonymization.completed",
+                         "resource": {"prefect.resource.id": f"riskgate.release.{release}"},
+                         "related": [], "payload": {"release_id": release, **payload}})
+        sent[release] = (event_id, since)
+    return {release: wait_for_verdict(api, release, event_id, since, 240)
+            for release, (event_id, since) in sent.items()}
 
 
 def test_the_judged_pipeline_cannot_choose_its_rules(ops):
@@ -462,17 +473,21 @@ def test_the_judged_pipeline_cannot_choose_its_rules(ops):
         "steer-unknown": ({"released": v2, "seed": 1}, "seed"),
         "steer-identification": ({"released": v2, "identification": v2}, "identification"),
     }
-    for release, (payload, key) in cases.items():
-        verdict = _post(ops, release, payload)
+    def planted() -> list[str]:
+        return [o["Key"] for o in ops["s3"].client().list_objects_v2(
+            Bucket="ops-out", Prefix="riskgate/ops-rejected/").get("Contents", [])
+            if o["Key"].endswith("decision.json")]
+
+    before = planted()
+    verdicts = _post_all(ops, {release: payload for release, (payload, _) in cases.items()})
+    for release, (_, key) in cases.items():
+        verdict = verdicts[release]
         reasons = " ".join(verdict.get("reasons") or [])
         assert verdict.get("verdict") == "ERROR", (release, verdict)
         assert f"payload key '{key}'" in reasons and "gate.yaml" in reasons, reasons
         decision = _decision(ops, release)  # under <config output_url>/<release_id>/<run>/
         assert decision["verdict"] == "ERROR" and decision["approved"] is False
-    # nothing was planted beside another release's run
-    keys = [o["Key"] for o in ops["s3"].client().list_objects_v2(
-        Bucket="ops-out", Prefix="riskgate/ops-rejected/").get("Contents", [])]
-    assert len([k for k in keys if k.endswith("decision.json")]) == 1
+    assert planted() == before  # nothing was planted beside another release's run
 
 
 def test_a_released_url_outside_the_allowed_prefixes_is_refused(ops):
@@ -482,10 +497,11 @@ def test_a_released_url_outside_the_allowed_prefixes_is_refused(ops):
     ops["s3"].client().put_object(Bucket="ops-config", Key="gate-prefixed.yaml",
                                   Body=yaml.safe_dump(pinned).encode())
     with _pinned("s3://ops-config/gate-prefixed.yaml"):
+        refused = _post_all(ops, {
+            "ops-outside": {"released": "s3://ops-data/other/released.csv"},
+            "ops-escape": {"released": "s3://ops-data/census/../other/released.csv"}})
         inside = _emit(ops, "ops-inside")
-        outside = _post(ops, "ops-outside", {"released": "s3://ops-data/other/released.csv"})
-        escape = _post(ops, "ops-escape",
-                       {"released": "s3://ops-data/census/../other/released.csv"})
+        outside, escape = refused["ops-outside"], refused["ops-escape"]
     assert inside.returncode == 0, inside.stdout + inside.stderr
     for verdict in (outside, escape):
         assert verdict["verdict"] == "ERROR", verdict

@@ -133,6 +133,20 @@ def _emit(ops: dict[str, Any], release: str, *extra: str, wait: bool = True,
     return _run(cmd, ops["env"])
 
 
+def _emit_all(ops: dict[str, Any], *calls: tuple[Any, ...]) -> list[subprocess.CompletedProcess]:
+    """Several :func:`_emit` at once (each ``(release, *extra)``, or with a ``released`` URL
+    as a last dict), as pipelines do: the worker gates them side by side."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(call: tuple[Any, ...]) -> subprocess.CompletedProcess:
+        kwargs = call[-1] if isinstance(call[-1], dict) else {}
+        args = call[:-1] if kwargs else call
+        return _emit(ops, *args, **kwargs)
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return list(pool.map(one, calls))
+
+
 def _decision(ops: dict[str, Any], release: str) -> dict[str, Any]:
     client = ops["s3"].client()
     keys = [o["Key"] for o in client.list_objects_v2(
@@ -168,11 +182,11 @@ def _artifacts(run_id: str) -> dict[str, Any]:
 
 
 def test_triggered_runs_gate_the_emitted_file_and_end_in_verdict_states(ops):
-    emitted = {"ops-approved": _emit(ops, "ops-approved")}
+    approved, error = _emit_all(ops, ("ops-approved",), (
+        "ops-error", "--no-checksums", {"released": "s3://ops-data/census/nope.csv"}))
+    emitted = {"ops-approved": approved, "ops-error": error}
     with _pinned("s3://ops-config/gate-strict.yaml"):  # the custodian tightened the policy
         emitted["ops-rejected"] = _emit(ops, "ops-rejected")
-    emitted["ops-error"] = _emit(ops, "ops-error", "--no-checksums",
-                                 released="s3://ops-data/census/nope.csv")
     codes = {r: e.returncode for r, e in emitted.items()}
     assert codes == {"ops-approved": 0, "ops-rejected": 1, "ops-error": 3}, {
         r: e.stdout + e.stderr for r, e in emitted.items()}
@@ -691,8 +705,7 @@ def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
 
 def test_history_lists_a_releases_runs_newest_first(ops):
     """Issue 28 item 12: the release's runs from the output store, with a report link."""
-    first = _emit(ops, "ops-history")
-    second = _emit(ops, "ops-history")
+    first, second = _emit_all(ops, ("ops-history",), ("ops-history",))
     assert first.returncode == second.returncode == 0, first.stdout + second.stdout
     done = _run(RISKGATE + ["history", "ops-history", "--config", PINNED, "--json"],
                 ops["env"])

@@ -106,9 +106,9 @@ def test_the_pruned_nearest_distance_equals_the_full_search():
         nan_share, card = (0.0, 0.1, 0.5)[trial % 3], int(rng.integers(1, 5))
         wild = tuple(int(rng.choice([gower.NO_WILDCARD, 0, 1])) for _ in range(q))
 
-        def matrix(n, p=p, q=q, nan_share=nan_share, card=card, wild=wild):
+        def matrix(n, p=p, q=q, nan_share=nan_share, card=card, wild=wild, ties=trial % 2):
             num = rng.random((n, p))
-            if trial % 2:
+            if ties:
                 num = np.round(num * 3) / 3  # ties
             num[rng.random((n, p)) < nan_share] = np.nan
             cat = rng.integers(-1, card, size=(n, q)).astype(np.int32)

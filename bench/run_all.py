@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for name in ("equivalence", "sdc", "population", "attacks", "alc", "copies", "gate",
-             "dask_scale"):
+for name in ("equivalence", "sdc", "population", "attacks", "alc", "copies", "membership",
+             "utility", "gate", "load", "dask_scale"):
     print(f"\n=== bench/{name}.py", flush=True)
     subprocess.run([sys.executable, "-m", f"bench.{name}"], check=True, cwd=ROOT)

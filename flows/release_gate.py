@@ -20,7 +20,8 @@ The run gets the tags ``riskgate``, ``release:<id>`` and ``verdict:<verdict>`` (
 run cancelled from the UI still ends in an ERROR verdict: the worker runs the flow's
 ``on_crashed`` / ``on_cancellation`` hook (:func:`ended_without_verdict`); a run whose worker and
 process are both gone stops beating, and the server's automation that ``riskgate deploy``
-installs marks it Crashed "Error" (:mod:`riskgate.flows.deployments`). The flow has no retries:
+installs marks it Crashed "Error" (:mod:`riskgate.flows.deployments`), which triggers
+:func:`lost_run_verdict` on a living worker for the rest of its verdict. The flow has no retries:
 a verdict is never retried into another one.
 """
 
@@ -70,6 +71,7 @@ from riskgate.tasks.measure import encode_inputs, run_family
 from riskgate.tasks.tell import check_line, emit_verdict, publish
 from riskgate.tasks.validate import validate_inputs
 
+from .deployments import LOST_MESSAGE, VERDICT_STATE_NAMES
 from .limits import GateSlot, ensure_defaults, take_trigger_rate
 
 #: the Prefect Variable that holds the nightly re-check's config URL
@@ -79,8 +81,7 @@ TRIGGER_CONFIG_VARIABLE = "riskgate_trigger_config"
 #: seconds a triggered run waits for its event to be readable from the API's event store
 EVENT_READ_TIMEOUT_S = 60.0
 RELEASE_ID = re.compile(RELEASE_ID_PATTERN)
-STATE_NAMES = {"APPROVED": "Approved", "NEEDS_REVIEW": "NeedsReview", "REJECTED": "Rejected",
-               "ERROR": "Error"}
+STATE_NAMES = VERDICT_STATE_NAMES
 
 
 class GateVerdict(Exception):
@@ -486,6 +487,13 @@ def ended_without_verdict(flow: Any, flow_run: Any, state: State[Any]) -> None:
     already has its verdict (the gate's own ERROR ends Crashed too) is left as it is."""
     if state.is_crashed() and state.name == STATE_NAMES["ERROR"]:
         return  # the gate's own ERROR, already told
+    how = "was cancelled" if state.is_cancelled() else "ended without a verdict"
+    _tell_error(flow_run, state, how)
+
+
+def _tell_error(flow_run: Any, state: State[Any], how: str) -> None:
+    """The ERROR verdict of a gate run that ended without one (see
+    :func:`ended_without_verdict` and :func:`lost_run_verdict`); never raises."""
     log = logging.getLogger("riskgate.gate")
     try:
         install_log_redaction()
@@ -494,7 +502,6 @@ def ended_without_verdict(flow: Any, flow_run: Any, state: State[Any]) -> None:
             return  # its verdict was told before the process ended
         params = dict(getattr(flow_run, "parameters", None) or {})
         trigger = params.get("trigger") if isinstance(params.get("trigger"), Mapping) else None
-        how = "was cancelled" if state.is_cancelled() else "ended without a verdict"
         exc = Terminated(f"the gate's process {how} ({state.type.value}: "
                          f"{redact_text(str(state.message or 'no message'))[:200]}); no "
                          "decision was reached: re-run the gate")
@@ -518,6 +525,39 @@ def ended_without_verdict(flow: Any, flow_run: Any, state: State[Any]) -> None:
     except Exception as err:  # a hook never raises into the worker
         log.warning("the ERROR verdict of the ended run %s could not be told: %s",
                     getattr(flow_run, "id", "?"), redact_text(f"{type(err).__name__}: {err}"))
+
+
+@flow(name="riskgate-lost-run", log_prints=False, retries=0, validate_parameters=False)
+def lost_run_verdict(lost_run: str) -> str:
+    """The rest of the ERROR verdict of a gate run lost with its worker (issue 28, item 2).
+
+    Nothing on the lost worker's side survives to run the crash hook, so the server's
+    automation sets the run Crashed "Error" once its heartbeats stop; that state change
+    triggers this flow (the ``lost-run-verdict`` deployment) on whichever worker of the pool is
+    alive: the ERROR ``decision.json``, the ``riskgate.release.ERROR`` event and the
+    ``verdict:ERROR`` tag, as the hook writes them for a process that died under a living
+    worker. ``lost_run`` is the run's id or its event resource id
+    (``prefect.flow-run.<id>``). A run that is not a gate run the automation declared lost,
+    or that already has its verdict, is left as it is."""
+    from prefect.client.orchestration import get_client
+
+    install_log_redaction()
+    log = _logger()
+    try:
+        run_id = uuid.UUID(str(lost_run).rsplit(".", 1)[-1])
+    except ValueError:
+        return f"not a flow run id: {redact_text(str(lost_run))[:80]}"
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(run_id)
+        gate = client.read_flow(run.flow_id).name == "release-gate"
+    state = run.state
+    if not (gate and state is not None and state.is_crashed()
+            and str(state.message or "").startswith(LOST_MESSAGE)):
+        log.info("run %s is not a gate run declared lost: nothing to tell", run_id)
+        return "not a lost gate run"
+    _tell_error(run, state, "was lost with its worker")
+    log.info("run %s: its ERROR verdict is told (decision, event, tag)", run_id)
+    return "told"
 
 
 @flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,

@@ -169,11 +169,11 @@ def install_lost_gate_automation() -> None:
     from prefect.automations import Automation
     from prefect.client.orchestration import get_client
 
-    from ..deployments import DEPLOYMENTS, LOST_GATE_AUTOMATION, lost_gate_automation
+    from ..deployments import GATES, LOST_GATE_AUTOMATION, lost_gate_automation
 
     with get_client(sync_client=True) as client:
         ids = [str(client.read_deployment_by_name(f"release-gate/{name}").id)
-               for name in DEPLOYMENTS]
+               for name in GATES]
     try:
         for old in Automation.read(name=LOST_GATE_AUTOMATION) or []:  # type: ignore[union-attr]
             old.delete()
@@ -247,10 +247,12 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if done.returncode != 0:
         raise ConfigError("prefect deploy failed: " + redact_text(
             (done.stderr or done.stdout).strip()[-800:]))
-    out.print("deployed: release-gate/nightly-recheck, release-gate/on-anonymization")
+    out.print("deployed: release-gate/nightly-recheck, release-gate/on-anonymization, "
+              "riskgate-lost-run/lost-run-verdict")
     install_lost_gate_automation()
     out.print("automation: a gate run lost with its worker ends Crashed 'Error' (ERROR) "
-              f"after {LOST_AFTER_S} s without a heartbeat")
+              f"after {LOST_AFTER_S} s without a heartbeat; lost-run-verdict then writes its "
+              "ERROR decision, event and tag on a living worker")
     kept = None if args.nightly_config or args.no_nightly else _nightly_config_set()
     if args.no_nightly:
         _unset_nightly()

@@ -90,7 +90,8 @@ def test_prefect_yaml_validates_and_entrypoints_import():
     doc = yaml.safe_load((ROOT / "deployments/prefect.yaml").read_text())
     assert doc["pull"] == []  # module entrypoints: no working directory, no /opt path
     deployments = doc["deployments"]
-    assert {d["name"] for d in deployments} == {"nightly-recheck", "on-anonymization"}
+    assert {d["name"] for d in deployments} == {"nightly-recheck", "on-anonymization",
+                                                "lost-run-verdict"}
     for d in deployments:
         module, func = d["entrypoint"].rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), func))
@@ -103,6 +104,13 @@ def test_prefect_yaml_validates_and_entrypoints_import():
     # nothing a pipeline put in it becomes a stored flow-run parameter (issue 26)
     assert set(trigger["parameters"]["trigger"]) == {"event_id", "event", "occurred"}
     DeploymentEventTrigger(**{k: v for k, v in trigger.items() if k != "type"})
+    lost = next(d for d in deployments if d["name"] == "lost-run-verdict")["triggers"][0]
+    # only the state the lost-run automation sets starts it (not the crash hook's own)
+    assert lost["expect"] == ["prefect.flow-run.Error"]  # a state's event bears its name
+    from riskgate.flows.deployments import LOST_MESSAGE, lost_gate_automation
+
+    assert lost["match"]["prefect.state-message"] == LOST_MESSAGE + "*"
+    assert lost_gate_automation([]).actions[0].message.startswith(LOST_MESSAGE)
     scheduled = next(d for d in deployments if d["name"] == "nightly-recheck")
     assert scheduled["schedules"][0]["active"] is False  # until its config URL is set
     assert scheduled["parameters"] == {"config": None}

@@ -724,8 +724,9 @@ def test_a_run_lost_with_its_worker_ends_error(ops):
     gate's process together (a lost host or container). Killing the worker alone does not stop
     the gate (its process is a session of its own and reaches its verdict); with both gone, no
     hook runs, and the server's automation (riskgate deploy) ends the run Crashed "Error" once
-    its heartbeats stop for 90 s; emit-anonymized --wait exits 3. Last in the module: it
-    starts the module's worker again."""
+    its heartbeats stop for 90 s; emit-anonymized --wait exits 3; that state triggers the
+    lost-run-verdict deployment on the next living worker, which writes the ERROR decision,
+    event and tag. Last in the module: it starts the module's worker again."""
     import os
     import signal
 
@@ -744,5 +745,15 @@ def test_a_run_lost_with_its_worker_ends_error(ops):
         ops["start_worker"]()
     assert waiting.returncode == 3, out
     assert "verdict: ERROR" in out and "stopped sending heartbeats" in out, out
+    # the rest of the verdict: the lost-run-verdict deployment, triggered by that state, runs
+    # on the worker started again and writes the decision, the event and the tag
+    deadline = time.monotonic() + 120
+    while not _verdict_events("ops-lost") and time.monotonic() < deadline:
+        time.sleep(1)
+    assert [e.event for e in _verdict_events("ops-lost")] == ["riskgate.release.error"]
+    decision = _decision(ops, "ops-lost")
+    assert decision["verdict"] == "ERROR" and "lost with its worker" in decision["reasons"][0]
     run = _flow_run(str(paused.id))
     assert (run.state.type.value, run.state.name) == ("CRASHED", "Error")
+    assert "verdict:ERROR" in run.tags and "verdict:NEEDS_REVIEW" not in run.tags
+

@@ -32,6 +32,10 @@ WORK_POOL = "riskgate-process"
 HEARTBEAT_S = 30
 LOST_AFTER_S = 3 * HEARTBEAT_S
 LOST_GATE_AUTOMATION = "riskgate: a gate run that stops beating ends ERROR"
+#: the events that show a gate run's process alive (or about to start): each arms the lost-run
+#: automation again for :data:`LOST_AFTER_S` seconds
+ALIVE_EVENTS = ("prefect.flow-run.Pending", "prefect.flow-run.Submitting",
+                "prefect.flow-run.Running", "prefect.flow-run.heartbeat")
 #: the start of the state message that automation gives a run it declares lost; the
 #: ``lost-run-verdict`` deployment's trigger matches it
 LOST_MESSAGE = "ERROR: the gate run stopped sending heartbeats"
@@ -170,12 +174,14 @@ def runner_deployments(config: str | None = None, cron: str = NIGHTLY_CRON) -> l
 
 def lost_gate_automation(deployment_ids: list[str]) -> Any:
     """The server-side half of "every crash still ends in a verdict" (issue 28): a gate run of
-    these deployments that has sent a heartbeat and then sends nothing, not even a final
-    state, for :data:`LOST_AFTER_S` seconds is set Crashed, named "Error", with the reason in
-    its message (the ERROR verdict's colour and name in the UI; ``emit-anonymized --wait``
-    exits 3). A run whose process died while its worker lives gets the full ERROR verdict
-    (decision, event, tag) from the flow's ``on_crashed`` hook instead; this automation is for
-    the run that nothing on the worker's side survives. Only the deployments' runs are
+    these deployments that a worker has submitted (or that has sent a heartbeat) and that then
+    sends nothing, no state on its way to running, no heartbeat, no final state, for
+    :data:`LOST_AFTER_S` seconds is set Crashed, named "Error", with the reason in its message
+    (the ERROR verdict's colour and name in the UI; ``emit-anonymized --wait`` exits 3), which
+    triggers the ``lost-run-verdict`` deployment for the rest of the verdict. A run whose
+    process died while its worker lives gets the full ERROR verdict (decision, event, tag)
+    from the flow's ``on_crashed`` hook instead; this automation is for the run that nothing
+    on the worker's side survives. Only the deployments' runs are
     watched: a command-line gate beats every 180 s (Prefect's default) and is never declared
     lost."""
     from datetime import timedelta
@@ -195,12 +201,14 @@ def lost_gate_automation(deployment_ids: list[str]) -> Any:
             match={"prefect.resource.id": "prefect.flow-run.*"},
             match_related={"prefect.resource.id": [f"prefect.deployment.{d}"
                                                    for d in deployment_ids]},
-            # every heartbeat arms it again; only a final state disarms it (a Paused or
-            # Running event between two beats must not: a run killed right after pausing
-            # would never be declared lost)
-            after={"prefect.flow-run.heartbeat"},
-            # (a final state's event is named after the state: a gate's after its verdict)
-            expect={"prefect.flow-run.heartbeat",
+            # a run armed when its worker submits it (Pending, Submitting: a worker lost
+            # while starting the process leaves a run that never beats) and again by every
+            # state on the way to running and every heartbeat; only a final state disarms it
+            # (a Paused event must not: a run killed right after pausing would never be
+            # declared lost). A final state's event is named after the state: a gate's
+            # after its verdict.
+            after=set(ALIVE_EVENTS),
+            expect={*ALIVE_EVENTS,
                     *(f"prefect.flow-run.{name}" for name in (
                         "Completed", "Failed", "Crashed", "Cancelled",
                         *VERDICT_STATE_NAMES.values()))},

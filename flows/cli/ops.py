@@ -165,8 +165,8 @@ def ensure_work_pool(limit: int) -> bool:
 
 def install_lost_gate_automation() -> None:
     """(Re)create the server's automation that ends a lost gate run ERROR (see
-    :func:`riskgate.flows.deployments.lost_gate_automation`)."""
-    from prefect.automations import Automation
+    :func:`riskgate.flows.deployments.lost_gate_automation`): every earlier one of that name is
+    deleted first, so that a redeploy leaves exactly one (each fired on its own)."""
     from prefect.client.orchestration import get_client
 
     from ..deployments import GATES, LOST_GATE_AUTOMATION, lost_gate_automation
@@ -174,11 +174,8 @@ def install_lost_gate_automation() -> None:
     with get_client(sync_client=True) as client:
         ids = [str(client.read_deployment_by_name(f"release-gate/{name}").id)
                for name in GATES]
-    try:
-        for old in Automation.read(name=LOST_GATE_AUTOMATION) or []:  # type: ignore[union-attr]
-            old.delete()
-    except Exception:  # none yet (the API answers 404 on some versions)
-        pass
+        for old in client.read_automations_by_name(LOST_GATE_AUTOMATION):
+            client.delete_automation(old.id)
     lost_gate_automation(ids).create()
 
 
@@ -197,13 +194,11 @@ def set_nightly(config_url: str) -> None:
             client.update_deployment_schedule(dep.id, sched.id, active=True)
 
 
-def _nightly_config_set() -> str | None:
-    """The nightly re-check's config URL a previous deploy set, if any."""
+def _variable(name: str) -> str | None:
+    """A Prefect Variable's value a previous deploy set (a config URL), if any."""
     from prefect.variables import Variable
 
-    from ..release_gate import NIGHTLY_CONFIG_VARIABLE
-
-    value = Variable.get(NIGHTLY_CONFIG_VARIABLE, default=None)
+    value = Variable.get(name, default=None)
     return str(value) if value else None
 
 
@@ -228,6 +223,7 @@ def set_trigger_config(config_url: str) -> None:
 def cmd_deploy(args: argparse.Namespace) -> int:
     from ..deployments import LOST_AFTER_S
     from ..limits import current_gate_limit, ensure_defaults
+    from ..release_gate import NIGHTLY_CONFIG_VARIABLE, TRIGGER_CONFIG_VARIABLE
 
     url = api_url()
     path = Path(args.prefect_file)
@@ -253,7 +249,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     out.print("automation: a gate run lost with its worker ends Crashed 'Error' (ERROR) "
               f"after {LOST_AFTER_S} s without a heartbeat; lost-run-verdict then writes its "
               "ERROR decision, event and tag on a living worker")
-    kept = None if args.nightly_config or args.no_nightly else _nightly_config_set()
+    kept = (None if args.nightly_config or args.no_nightly
+            else _variable(NIGHTLY_CONFIG_VARIABLE))
     if args.no_nightly:
         _unset_nightly()
         out.print("nightly re-check: deactivated (--no-nightly)")
@@ -264,9 +261,12 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     else:
         out.print("nightly re-check: schedule inactive until 'riskgate deploy "
                   "--nightly-config URL'")
+    pinned = None if args.trigger_config else _variable(TRIGGER_CONFIG_VARIABLE)
     if args.trigger_config:
         set_trigger_config(args.trigger_config)
         out.print("triggered gate: config pinned")
+    elif pinned:
+        out.print(f"triggered gate: keeps its pinned config {redact_text(pinned)}")
     else:
         out.print("triggered gate: every triggered run ends ERROR until 'riskgate deploy "
                   "--trigger-config URL' pins its config")

@@ -696,11 +696,17 @@ def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
     first = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--nightly-config", PINNED],
                  ops["env"])
     assert first.returncode == 0 and active(), first.stdout + first.stderr
-    plain = _run(RISKGATE + ["deploy", "--trigger-config", PINNED], ops["env"])
+    plain = _run(RISKGATE + ["deploy"], ops["env"])  # keeps the pinned config too
     assert plain.returncode == 0 and "nightly re-check: kept active" in plain.stdout
+    assert f"triggered gate: keeps its pinned config {PINNED}" in plain.stdout
     assert active()
     off = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--no-nightly"], ops["env"])
     assert off.returncode == 0 and "deactivated" in off.stdout and not active()
+    # each deploy replaced the lost-run automation: one left, not one per deploy (each fired)
+    from riskgate.flows.deployments import LOST_GATE_AUTOMATION
+
+    with get_client(sync_client=True) as client:
+        assert len(client.read_automations_by_name(LOST_GATE_AUTOMATION)) == 1
 
 
 def test_history_lists_a_releases_runs_newest_first(ops):
@@ -726,12 +732,20 @@ def test_a_run_lost_with_its_worker_ends_error(ops):
     hook runs, and the server's automation (riskgate deploy) ends the run Crashed "Error" once
     its heartbeats stop for 90 s; emit-anonymized --wait exits 3; that state triggers the
     lost-run-verdict deployment on the next living worker, which writes the ERROR decision,
-    event and tag. Last in the module: it starts the module's worker again."""
+    event and tag. A run lost while its worker was starting it (Pending: it never beat, seen
+    in the ops walk-through) is declared lost too. Last in the module: it starts the module's
+    worker again."""
     import os
     import signal
 
-    from riskgate.flows.deployments import LOST_AFTER_S
+    from prefect.client.orchestration import get_client
+    from prefect.states import Pending
 
+    from riskgate.flows.deployments import LOST_AFTER_S, LOST_MESSAGE
+
+    with get_client(sync_client=True) as client:  # submitted by a worker that then died
+        dep = client.read_deployment_by_name("release-gate/on-anonymization")
+        starting = client.create_flow_run_from_deployment(dep.id, state=Pending())
     waiting, paused = _paused_and_waiting(ops, "ops-lost")
     pids = _processes_of_run(paused.id)
     assert pids, "the paused run's process was not found"
@@ -756,4 +770,6 @@ def test_a_run_lost_with_its_worker_ends_error(ops):
     run = _flow_run(str(paused.id))
     assert (run.state.type.value, run.state.name) == ("CRASHED", "Error")
     assert "verdict:ERROR" in run.tags and "verdict:NEEDS_REVIEW" not in run.tags
-
+    never_started = _flow_run(str(starting.id), timeout_s=60)
+    assert (never_started.state.type.value, never_started.state.name) == ("CRASHED", "Error")
+    assert LOST_MESSAGE in str(never_started.state.message)  # (and the recorder's words)

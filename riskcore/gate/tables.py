@@ -308,7 +308,20 @@ def _categorical(column: pa.ChunkedArray) -> pd.Categorical:
     categories = pd.Index(encoded.dictionary.to_pandas())
     codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
     return pd.Categorical.from_codes(codes.astype(np.int32, copy=False),
-                                     dtype=pd.CategoricalDtype(categories), validate=False)
+                                     dtype=_unique_categories(categories), validate=False)
+
+
+def _unique_categories(categories: pd.Index) -> pd.CategoricalDtype:
+    """The dtype of categories known to be distinct (an Arrow dictionary is, by construction),
+    without pandas hashing them all again to check (0.2 s for two tables of 1M rows with an
+    identifier-like column); pandas' own check where its fast path is missing."""
+    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)
+    if fast is not None:
+        try:
+            return fast(categories, ordered=False)  # type: ignore[no-any-return]
+        except TypeError:
+            pass
+    return pd.CategoricalDtype(categories)
 
 
 def _account_for_records(df: pd.DataFrame, text: str, name: str, shown: str) -> None:
@@ -340,6 +353,10 @@ def _refuse_nested(df: pd.DataFrame, name: str, shown: str) -> None:
                              "objects; riskgate measures scalar columns: flatten it or drop it")
 
 
+#: a Parquet file up to this size is read into memory once (hash and parse); above it, twice
+READ_ONCE_BYTES = 512 << 20
+
+
 def _read_parquet(url: str, name: str, columns: Sequence[str] | None, limit: int,
                   max_mb: float, storage_options: Mapping[str, Any] | None
                   ) -> tuple[pd.DataFrame, TableInfo]:
@@ -353,17 +370,25 @@ def _read_parquet(url: str, name: str, columns: Sequence[str] | None, limit: int
             raise InputError(f"{what}: file '{shown}' does not exist; check the path or URL")
         if fs.isdir(path):
             raise InputError(f"{what}: '{shown}' is a directory; give the Parquet file itself")
-        digest = hashlib.sha256()
-        with fs.open(path, "rb") as fh:
-            while chunk := fh.read(8 << 20):
-                digest.update(chunk)
         size = int(fs.size(path) or 0)
+        digest = hashlib.sha256()
+        # a file of moderate size is read once: hashed, then parsed from memory by Arrow's
+        # own threads (no second read through a Python file object); a larger one, which may
+        # hold many columns the run does not need, is hashed in chunks and read again
+        whole = None
+        with fs.open(path, "rb") as fh:
+            if size <= min(limit, READ_ONCE_BYTES):
+                whole = fh.read()
+                digest.update(whole)
+            else:
+                while chunk := fh.read(8 << 20):
+                    digest.update(chunk)
     except InputError:
         raise
     except Exception as exc:
         raise StorageError(f"{what}: cannot reach '{shown}': {redact_text(str(exc))[:300]}"
                            ) from None
-    with fs.open(path, "rb") as fh:
+    with (pa.BufferReader(whole) if whole is not None else fs.open(path, "rb")) as fh:
         try:
             pf = pq.ParquetFile(fh)
         except Exception as exc:

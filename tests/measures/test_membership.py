@@ -159,3 +159,32 @@ def test_a_release_searched_in_a_sample_says_its_figures_are_a_lower_bound(popul
     assert not any("searched in a seeded sample" in w for w in whole.warnings)
     assert any("1,000 of its 4,000 rows" in w and "lower bound" in w for w in part.warnings)
     assert part.figures["tpr_at_fpr_1pct"] < whole.figures["tpr_at_fpr_1pct"]
+
+
+def test_numbers_enter_as_their_quantile_in_the_release():
+    """Each number becomes its mid-rank quantile in the release, (#{r < x} + #{r <= x}) / 2n,
+    missing kept missing: one extreme value no longer hides a heavy-tailed column."""
+    from riskcore.measures.attacks.gower import MixedMatrix
+    from riskcore.measures.membership import _quantiles
+
+    rng = np.random.default_rng(0)
+    rel = np.round(rng.random((500, 2)) * 5)
+    rel[rng.random((500, 2)) < 0.1] = np.nan
+    rel[0, 0] = 1e9  # an extreme value: under range scaling every other difference is ~0
+    tgt = np.round(rng.random((40, 2)) * 6)
+
+    def mat(x):
+        return MixedMatrix(numeric=x, categorical=np.zeros((len(x), 0), dtype=np.int32),
+                           columns=("x", "y"), n=len(x), wild=())
+
+    q_rel, q_tgt = _quantiles([mat(rel), mat(tgt)], {})
+    for j in range(2):
+        ref = np.sort(rel[~np.isnan(rel[:, j]), j])
+        for x, q in ((rel, q_rel), (tgt, q_tgt)):
+            v = x[:, j]
+            ok = ~np.isnan(v)
+            want = (np.searchsorted(ref, v[ok], "left")
+                    + np.searchsorted(ref, v[ok], "right")) / (2 * ref.size)
+            np.testing.assert_allclose(q.numeric[ok, j], want)
+            assert np.isnan(q.numeric[~ok, j]).all()
+    assert q_rel.numeric[0, 0] == 1 - 0.5 / np.sum(~np.isnan(rel[:, 0]))

@@ -9,6 +9,7 @@ process-wide: measures run on Dask workers in other processes report nothing to 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -78,3 +79,53 @@ def tick(step: str, done: int, total: int | None = None) -> None:
             fn(label, step, int(done), None if total is None else int(total))
         except Exception:  # a broken progress display must never break a measure
             pass
+
+
+class WorkSpans:
+    """When each step's own work began and ended (``time.perf_counter``), across the threads
+    that do it: a step run as Prefect tasks (two loads, five families at once) spans from the
+    first task body's start to the last one's end; what the step took beyond that is the task
+    runs' bookkeeping (their creation, states and events), not work on the data."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spans: dict[str, tuple[float, float]] = {}
+
+    def add(self, step: str, start: float, end: float) -> None:
+        with self._lock:
+            old = self._spans.get(step)
+            self._spans[step] = (start, end) if old is None else (min(old[0], start),
+                                                                  max(old[1], end))
+
+    def pop(self, step: str) -> float | None:
+        """Seconds from the step's first start to its last end (None: nothing recorded), and
+        forget it."""
+        with self._lock:
+            span = self._spans.pop(step, None)
+        return None if span is None else span[1] - span[0]
+
+
+_work: ContextVar[WorkSpans | None] = ContextVar("riskgate_work_spans", default=None)
+
+
+@contextmanager
+def recording(spans: WorkSpans) -> Iterator[None]:
+    """:func:`working` blocks inside this one (and in the threads it submits to, which copy
+    the context, as Prefect's task runner does) record into ``spans``."""
+    token = _work.set(spans)
+    try:
+        yield
+    finally:
+        _work.reset(token)
+
+
+@contextmanager
+def working(step: str) -> Iterator[None]:
+    """The block is work of ``step`` (load, validate, encode, measures) for the recording run."""
+    spans = _work.get()
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if spans is not None:
+            spans.add(step, start, time.perf_counter())

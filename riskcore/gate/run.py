@@ -65,10 +65,12 @@ def load_input(cfg: TablesConfig, name: str, storage_options: Mapping[str, Any] 
     # column published is checked for control characters)
     published = name in ("released", "control")
     read = wanted if published else list(roles.measured_columns)
-    return read_table(url, name=name, format=cfg.read.format, encoding=cfg.read.encoding,
-                      na_values=cfg.read.na_values, sep=cfg.read.sep,
-                      max_mb=cfg.limits.max_table_mb, storage_options=storage_options,
-                      columns=read if parquet or not published else None, role_columns=wanted)
+    with progress.working("load"):
+        return read_table(url, name=name, format=cfg.read.format, encoding=cfg.read.encoding,
+                          na_values=cfg.read.na_values, sep=cfg.read.sep,
+                          max_mb=cfg.limits.max_table_mb, storage_options=storage_options,
+                          columns=read if parquet or not published else None,
+                          role_columns=wanted)
 
 
 def refuse_unintended(infos: list[TableInfo]) -> str | None:
@@ -99,14 +101,16 @@ def verify_checksums(infos: list[TableInfo], expected: Mapping[str, str]) -> Non
 
 def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> CleanlinessReport:
     """The cleanliness checks (Great Expectations) over every table of the run."""
-    return validate_tables(frames, cfg.role_spec)
+    with progress.working("validate"):
+        return validate_tables(frames, cfg.role_spec)
 
 
 def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
            storage_options: Mapping[str, Any] | None = None) -> MeasureInputs:
     """Align the other tables with a generalized release, convert the tables to their declared
     types and encode them jointly, once."""
-    enc, alignment = encode_aligned(cfg, frames, storage_options)
+    with progress.working("encode"):
+        enc, alignment = encode_aligned(cfg, frames, storage_options)
     return MeasureInputs(released=enc["released"], original=enc.get("original"),
                          control=enc.get("control"), identification=enc.get("identification"),
                          missing=cfg.missing, alpha=cfg.alpha, seed=cfg.seed,
@@ -153,7 +157,8 @@ def measure(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
 
     t0 = time.perf_counter()
     try:
-        return run_measure(name, inputs, params)
+        with progress.working("measures"):
+            return run_measure(name, inputs, params)
     finally:
         progress.finished(f"measure {name}", time.perf_counter() - t0)
 
@@ -374,18 +379,27 @@ class _Run:
     extra: dict[str, Any] = field(default_factory=dict)
     checksums: dict[str, str] = field(default_factory=dict)
     signer: Signer | None = None
+    spans: progress.WorkSpans = field(default_factory=progress.WorkSpans)
 
     @property
     def folder(self) -> str:
         return run_folder(self.gate, self.run_id)
 
     def timed(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Run a step; its timing is the span of its own work (:class:`progress.WorkSpans`),
+        and what the step took beyond that (Prefect's task runs around the work) adds up
+        under ``task_runs``."""
         t0 = time.perf_counter()
         try:
             return fn()
         finally:
             took = time.perf_counter() - t0
-            self.timings[name] = self.timings.get(name, 0.0) + took
+            work = self.spans.pop(name)
+            if work is not None and 0.0 <= work <= took:
+                self.timings["task_runs"] = self.timings.get("task_runs", 0.0) + took - work
+            else:
+                work = took
+            self.timings[name] = self.timings.get(name, 0.0) + work
             progress.finished(name, took)
 
     def record(self, decision: Decision) -> dict[str, Any]:
@@ -469,7 +483,8 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
     run = _Run(gate, run_id, dict(options or {}), steps or LocalSteps(), dict(context or {}),
                checksums=dict(checksums or {}), timings=dict(timings or {}), signer=signer)
     try:
-        decision = _sequence(run)
+        with progress.recording(run.spans):
+            decision = _sequence(run)
     except RiskgateError as exc:
         decision = fixed_decision(Verdict.ERROR, [f"{type(exc).__name__}: "
                                                   f"{redact_text(str(exc))}"])

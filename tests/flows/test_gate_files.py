@@ -37,6 +37,10 @@ def test_gate_on_local_files_writes_complete_audited_outputs(example_files, tmp_
         assert checksums[name] == expected
     assert {"prefect", "great-expectations", "numpy", "pandas"} <= set(decision["versions"])
     assert decision["flow_run_id"] in str(run)
+    # each step's time is its own work; the Prefect task runs around it are counted apart
+    timings = decision["timings"]
+    assert {"load", "validate", "encode", "measures", "task_runs"} <= set(timings)
+    assert timings["task_runs"] > 0
 
     # the figures in the outputs are riskcore's on the same data
     released = pd.read_csv(example_files["released"])

@@ -154,3 +154,29 @@ def test_measures_tick_progress_under_their_own_name():
     seen.clear()
     run_measure("suda", MeasureInputs(released=table), {})  # nobody listens: nothing recorded
     assert seen == []
+
+
+def test_a_step_done_in_threads_spans_its_first_start_to_its_last_end():
+    from concurrent.futures import ThreadPoolExecutor
+    from contextvars import copy_context
+
+    spans = progress.WorkSpans()
+    spans.add("measures", 2.0, 3.0)
+    spans.add("measures", 1.5, 2.5)
+    spans.add("load", 0.0, 1.0)
+    assert spans.pop("measures") == pytest.approx(1.5)
+    assert spans.pop("measures") is None  # popped: forgotten
+
+    def work() -> None:
+        with progress.working("encode"):
+            sum(range(10_000))
+
+    # threads that copy the context (as Prefect's task runner does) record into the run's
+    with progress.recording(spans), ThreadPoolExecutor(2) as pool:
+        for f in [pool.submit(copy_context().run, work) for _ in range(3)]:
+            f.result()
+    took = spans.pop("encode")
+    assert took is not None and 0 < took < 5
+    with progress.working("encode"):  # outside a recording run: nothing kept
+        pass
+    assert spans.pop("encode") is None and spans.pop("load") == pytest.approx(1.0)

@@ -25,7 +25,8 @@ import yaml
 
 from riskcore.gate.trigger import TRIGGER_EVENT
 
-WORK_POOL = "riskgate-process"
+from .names import LOST_MESSAGE, VERDICT_STATE_NAMES, WORK_POOL
+
 #: seconds between a gate process's heartbeats (Prefect's minimum; the work pool's job
 #: environment sets it) and the silence after which the server declares a gate run lost: its
 #: worker and its process gone (a host or container lost), no hook left to run
@@ -36,15 +37,8 @@ LOST_GATE_AUTOMATION = "riskgate: a gate run that stops beating ends ERROR"
 #: automation again for :data:`LOST_AFTER_S` seconds
 ALIVE_EVENTS = ("prefect.flow-run.Pending", "prefect.flow-run.Submitting",
                 "prefect.flow-run.Running", "prefect.flow-run.heartbeat")
-#: the start of the state message that automation gives a run it declares lost; the
-#: ``lost-run-verdict`` deployment's trigger matches it
-LOST_MESSAGE = "ERROR: the gate run stopped sending heartbeats"
 ENTRYPOINT = "riskgate.flows.release_gate.release_gate"
 LOST_ENTRYPOINT = "riskgate.flows.release_gate.lost_run_verdict"
-#: a gate run's final state is named after its verdict (Prefect's state events are named
-#: after the state: ``prefect.flow-run.Approved``...)
-VERDICT_STATE_NAMES = {"APPROVED": "Approved", "NEEDS_REVIEW": "NeedsReview",
-                       "REJECTED": "Rejected", "ERROR": "Error"}
 NIGHTLY_CRON = "0 2 * * *"
 
 #: what the trigger hands the flow: the event's id and time only. The flow reads the payload

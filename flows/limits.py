@@ -101,7 +101,7 @@ def set_pool_limit(size: int) -> bool:
     when the pool does not exist yet (``riskgate deploy`` sizes it when it creates it)."""
     from prefect.client.schemas.actions import WorkPoolUpdate
 
-    from .deployments import WORK_POOL
+    from .names import WORK_POOL
 
     with get_client(sync_client=True) as client:
         try:

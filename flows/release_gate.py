@@ -71,8 +71,8 @@ from riskgate.tasks.measure import encode_inputs, run_family
 from riskgate.tasks.tell import check_line, emit_verdict, publish
 from riskgate.tasks.validate import validate_inputs
 
-from .deployments import LOST_MESSAGE, VERDICT_STATE_NAMES
 from .limits import GateSlot, ensure_defaults, take_trigger_rate
+from .names import LOST_MESSAGE, VERDICT_STATE_NAMES
 
 #: the Prefect Variable that holds the nightly re-check's config URL
 NIGHTLY_CONFIG_VARIABLE = "riskgate_nightly_config"
@@ -622,7 +622,7 @@ def _steps(gate: Gate, options: Mapping[str, Any], steps: PrefectSteps,
     """The flow's steps; for a partitioned release (a folder of Parquet files), the partitioned
     steps, their partitions' work on the Dask cluster at ``dask_address`` (or the worker's
     ``RISKGATE_DASK_ADDRESS``) when given."""
-    from riskcore.partitioned import DaskExecutor, LocalExecutor, is_partitioned
+    from riskcore.partitions import DaskExecutor, LocalExecutor, is_partitioned
 
     if not is_partitioned(gate.config.released, options):
         return steps

@@ -250,7 +250,7 @@ class EncodedTable:
 
     ``multiplicity``, when given, makes each row stand for that many identical records: the
     distinct rows of a table too large for one process, counted by a distributed group-by
-    (:mod:`riskcore.partitioned`). ``n`` stays the number of rows; :attr:`records` is the number
+    (:mod:`riskcore.partitions`). ``n`` stays the number of rows; :attr:`records` is the number
     of records they stand for.
     """
 

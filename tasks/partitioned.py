@@ -1,4 +1,4 @@
-"""Prefect tasks: the gate's steps over partitioned tables (:mod:`riskcore.gate.partitioned`).
+"""Prefect tasks: the gate's steps over partitioned tables (:mod:`riskcore.gate.partitioned_steps`).
 
 Each step is one task in the Prefect UI; inside it, the partitions' work runs on the steps'
 executor (this process, or the Dask cluster the gate was given).
@@ -13,7 +13,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from riskcore.gate.config import Gate
-from riskcore.gate.partitioned import PartitionedSteps
+from riskcore.gate.partitioned_steps import PartitionedSteps
 
 from .common import Held, clean_failure
 

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     options = storage_options(args)
     over = overrides(args)
     gate = load_gate(args.config, over, options)  # a config error fails here, in a second
-    from riskcore.partitioned import is_partitioned
+    from riskcore.partitions import is_partitioned
 
     from ..local_api import prefect_api
     from ..release_gate import outcome_of, release_gate

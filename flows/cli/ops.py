@@ -305,7 +305,7 @@ def cmd_limits(args: argparse.Namespace) -> int:
 def file_sha256(url: str, options: dict[str, Any]) -> str:
     """The SHA-256 the gate will find for the table at ``url`` (a file, or a folder of
     Parquet partitions)."""
-    from riskcore.partitioned import folder_sha256, is_partitioned
+    from riskcore.partitions import folder_sha256, is_partitioned
 
     if is_partitioned(url, options):
         return folder_sha256(url, options)

@@ -14,8 +14,6 @@ so nothing sensitive leaks into reports.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,6 +33,7 @@ from ..data import (
 )
 from ..equivalence import control_overlap_test
 from ..results import Record
+from .gx_suites import gx_context, run_suites_here
 from .tables import REPLACEMENT_CHAR
 
 log = logging.getLogger(__name__)
@@ -114,32 +113,6 @@ def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str
     return types
 
 
-_GX_LOCK = threading.Lock()
-_GX: dict[str, Any] = {}
-
-
-def _gx_context() -> tuple[Any, Any, Any]:
-    """Great Expectations, its ephemeral context and pandas data source: made once per process
-    (importing GX and building a context is a fixed cost of seconds; see :func:`warm_up`)."""
-    with _GX_LOCK:
-        if not _GX:
-            os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
-            import great_expectations as gx
-            from great_expectations.data_context.types.base import (
-                DataContextConfig,
-                InMemoryStoreBackendDefaults,
-                ProgressBarsConfig,
-            )
-
-            config = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults(),
-                                       progress_bars=ProgressBarsConfig(globally=False),
-                                       analytics_enabled=False)
-            context = gx.get_context(mode="ephemeral", project_config=config)
-            _GX.update(gx=gx, context=context,
-                       source=context.data_sources.add_pandas("riskgate"))
-        return _GX["gx"], _GX["context"], _GX["source"]
-
-
 def warm_up() -> None:
     """Start Great Expectations' helper process, which imports GX and builds its context on
     the other core while the run starts and the tables load (:mod:`.gx_helper`; nothing when
@@ -170,38 +143,9 @@ def _run_suites(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]
         except gx_helper.HelperFailed as exc:
             raise RuntimeError(f"Great Expectations failed: {exc}") from None
     t0 = time.perf_counter()
-    _gx_context()
+    gx_context()
     waited = time.perf_counter() - t0
     return run_suites_here(jobs), waited
-
-
-def run_suites_here(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]
-                    ) -> list[list[dict[str, Any]]]:
-    """Validate each job's frame against a suite of its specs, in this process; the results as
-    plain data (what the helper process sends back)."""
-    gx, _, source = _gx_context()
-    out = []
-    for name, frame, specs in jobs:
-        exps = [getattr(gx.expectations, sp.kind)(column=sp.column, **dict(sp.kwargs))
-                for sp in specs]
-        batch = _batch(source, name, frame)
-        suite = gx.ExpectationSuite(name=f"riskgate-{name}", expectations=exps)
-        validation = batch.validate(suite, result_format={"result_format": "COMPLETE"})
-        rows = []
-        for res in validation.results:
-            cfg, r = res.expectation_config, res.result or {}
-            index = r.get("unexpected_index_list")
-            error = res.exception_info or {}
-            rows.append({
-                "type": cfg.type, "column": cfg.kwargs.get("column"),
-                "regex": cfg.kwargs.get("regex"), "success": bool(res.success),
-                "index": None if index is None else [int(i) for i in index
-                                                     if isinstance(i, (int, np.integer))],
-                "counted": "element_count" in r,
-                "error": str(error.get("exception_message", ""))[:200]
-                if error.get("raised_exception") else ""})
-        out.append(rows)
-    return out
 
 
 @dataclass(frozen=True)
@@ -319,20 +263,6 @@ def _expectations_for(values: DistinctValues, columns: Sequence[str], roles: Rol
                 exps.append(Spec("no control or non-printable characters", col,
                                  "ExpectColumnValuesToNotMatchRegex", (("regex", CONTROL_REGEX),)))
     return exps
-
-
-def _batch(source: Any, name: str, frame: pd.DataFrame) -> Any:
-    """A batch of ``frame`` from the process's data source (assets made once per name)."""
-    with _GX_LOCK:
-        try:
-            asset = source.get_asset(name)
-        except LookupError:
-            asset = source.add_dataframe_asset(name)
-        try:
-            batch_def = asset.get_batch_definition(f"{name}-all")
-        except KeyError:
-            batch_def = asset.add_batch_definition_whole_dataframe(f"{name}-all")
-    return batch_def.get_batch(batch_parameters={"dataframe": frame})
 
 
 #: the check that a key column holds a value (over a partitioned table: in some partition)

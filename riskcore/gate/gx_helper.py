@@ -8,7 +8,7 @@ alone). In a child process the two run side by side.
 
 The helper validates what :func:`riskcore.gate.cleanliness.validate_tables` gives it (each
 table's distinct values, a few MB at most) and answers with plain rows: the same function,
-:func:`riskcore.gate.cleanliness.run_suites_here`, runs in either process. It lives as long as
+:func:`riskcore.gate.gx_suites.run_suites_here`, runs in either process. It lives as long as
 its parent: it ends when its stdin closes, which the kernel does when the parent exits however
 it exits. If it cannot be started, or dies, validation runs in this process instead (the
 same checks, only slower to start), with a warning in the log; an error of Great Expectations
@@ -157,9 +157,9 @@ def _serve() -> None:
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    from riskcore.gate.cleanliness import _gx_context, run_suites_here
+    from riskcore.gate.gx_suites import gx_context, run_suites_here
 
-    _gx_context()  # the import, while the parent starts
+    gx_context()  # the import, while the parent starts
     ready_at = time.time()  # the wall clock, which the parent shares
     while True:
         try:

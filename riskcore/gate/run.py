@@ -285,7 +285,7 @@ def report_link(report_url: str | None, gate: Gate, options: Mapping[str, Any] |
 class Steps(Protocol):
     """How each step runs: in this process, or as orchestrated tasks. Steps whose ``encode``
     gives a table of distinct rows (a partitioned table) also have ``write_per_record``
-    (:class:`riskcore.gate.partitioned.PartitionedSteps`)."""
+    (:class:`riskcore.gate.partitioned_steps.PartitionedSteps`)."""
 
     def load(self, gate: Gate, options: Mapping[str, Any]
              ) -> tuple[Frames, list[TableInfo]]: ...

@@ -93,7 +93,7 @@ def l_diversity(
         code = col.codes.astype(np.int64)
         na = code < 0
         # each true missing value is its own category (a row standing for several records
-        # never holds a missing sensitive value: see riskcore.partitioned)
+        # never holds a missing sensitive value: see riskcore.partitions)
         code = np.where(na, ncat + np.arange(n, dtype=np.int64), code)
         mc = _missing_code_index(col, missing_code)
         p_class, p_value, p_count = class_value_pairs(class_id, code, ncat + n, mult)

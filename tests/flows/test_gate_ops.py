@@ -139,7 +139,7 @@ def test_partitioned_release_through_the_flow_on_a_dask_scheduler(tmp_path, pref
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     from riskcore.gate.config import load_gate
-    from riskcore.gate.partitioned import PartitionedSteps
+    from riskcore.gate.partitioned_steps import PartitionedSteps
     from riskcore.gate.run import run_gate
     from tests.gate.test_partitioned import config, write_tables
 

@@ -1,6 +1,6 @@
-"""Partitioned tables (riskcore.partitioned, riskcore.gate.partitioned): the same figures as the
-whole table, identical to the bit on one node and on a Dask cluster whose workers cannot hold the
-table, and bad partitions named in an ERROR."""
+"""Partitioned tables (riskcore.partitions, riskcore.gate.partitioned_steps): the same figures
+as the whole table, identical to the bit on one node and on a Dask cluster whose workers cannot
+hold the table, and bad partitions named in an ERROR."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import yaml
 
 from riskcore.examples import MACRO, anonymize, census_population
 from riskcore.gate.config import load_gate
-from riskcore.gate.partitioned import PartitionedSteps
+from riskcore.gate.partitioned_steps import PartitionedSteps
 from riskcore.gate.run import run_gate
-from riskcore.partitioned import folder_sha256
+from riskcore.partitions import folder_sha256
 
 CLASS_FAMILIES = ("k_anonymity", "reid", "sdc", "l_diversity", "t_closeness", "population")
 
@@ -145,7 +145,7 @@ def _worker_rss(tasks: list[Any], dask_worker: Any) -> int:
     libraries, Great Expectations among them, loaded and their caches filled)."""
     import psutil
 
-    from riskcore.partitioned import summarize
+    from riskcore.partitions import summarize
 
     for task in tasks:
         summarize(task)
@@ -163,8 +163,8 @@ def test_dask_workers_smaller_than_the_table_give_identical_figures(tmp_path: Pa
     import dask
     from distributed import Client, LocalCluster
 
-    from riskcore.gate.partitioned import partition_checks
-    from riskcore.partitioned import DaskExecutor, discover, tasks_for
+    from riskcore.gate.partitioned_steps import partition_checks
+    from riskcore.partitions import DaskExecutor, discover, tasks_for
 
     t = write_tables(tmp_path, n=1_600_000, parts=32, original_rows=50_000)
     table_bytes = sum(int(pd.read_parquet(f).memory_usage(deep=True).sum())

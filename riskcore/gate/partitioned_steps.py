@@ -1,4 +1,4 @@
-"""The gate's steps for partitioned tables too large for one process (:mod:`riskcore.partitioned`).
+"""The gate's steps for partitioned tables too large for one process (:mod:`riskcore.partitions`).
 
 The same sequence as every gate run (:func:`riskcore.gate.run.run_gate`), with steps that never
 hold a whole table:
@@ -28,7 +28,7 @@ import pandas as pd
 from ..errors import ConfigError, InputError
 from ..measures import BY_NAME, MeasureInputs, run_measure
 from ..measures.family import Params
-from ..partitioned import (
+from ..partitions import (
     APART,
     RECORDS,
     WEIGHTS,

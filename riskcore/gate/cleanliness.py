@@ -33,7 +33,7 @@ from ..data import (
 )
 from ..equivalence import control_overlap_test
 from ..results import Record
-from .gx_suites import gx_context, run_suites_here
+from .gx_suites import Job, gx_context, run_suites_here
 from .tables import REPLACEMENT_CHAR
 
 log = logging.getLogger(__name__)
@@ -133,10 +133,12 @@ def _run_suites(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]
     seconds spent waiting for Great Expectations' start-up (its import and context)."""
     from . import gx_helper
 
+    plain: list[Job] = [(name, frame, [(sp.kind, sp.column, sp.kwargs) for sp in specs])
+                        for name, frame, specs in jobs]
     helper = gx_helper.current()
     if helper is not None:
         try:
-            return helper.run_suites(jobs)
+            return helper.run_suites(plain)
         except gx_helper.HelperGone as exc:
             log.warning("Great Expectations' helper process is gone (%s); validating in this "
                         "process", exc)
@@ -145,7 +147,7 @@ def _run_suites(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Spec]]]
     t0 = time.perf_counter()
     gx_context()
     waited = time.perf_counter() - t0
-    return run_suites_here(jobs), waited
+    return run_suites_here(plain), waited
 
 
 @dataclass(frozen=True)

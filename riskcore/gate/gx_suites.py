@@ -42,16 +42,21 @@ def gx_context() -> tuple[Any, Any, Any]:
         return _GX["gx"], _GX["context"], _GX["source"]
 
 
-def run_suites_here(jobs: Sequence[tuple[str, pd.DataFrame, Sequence[Any]]]
-                    ) -> list[list[dict[str, Any]]]:
-    """Validate each job's frame against a suite of its specs (each with ``kind``, the
-    expectation's class name, ``column`` and ``kwargs``), in this process; the results as plain
-    data (what the helper process sends back)."""
+#: one expectation as plain data: GX's class name, the column, its other arguments (what the
+#: helper process receives: plain tuples and pandas frames, no class of riskgate to import)
+Expectation = tuple[str, str, tuple[tuple[str, Any], ...]]
+#: one suite: its name, the frame it validates and its expectations
+Job = tuple[str, pd.DataFrame, Sequence[Expectation]]
+
+
+def run_suites_here(jobs: Sequence[Job]) -> list[list[dict[str, Any]]]:
+    """Validate each job's frame against a suite of its expectations, in this process; the
+    results as plain data (what the helper process sends back)."""
     gx, _, source = gx_context()
     out = []
-    for name, frame, specs in jobs:
-        exps = [getattr(gx.expectations, sp.kind)(column=sp.column, **dict(sp.kwargs))
-                for sp in specs]
+    for name, frame, expectations in jobs:
+        exps = [getattr(gx.expectations, kind)(column=column, **dict(kwargs))
+                for kind, column, kwargs in expectations]
         batch = _batch(source, name, frame)
         suite = gx.ExpectationSuite(name=f"riskgate-{name}", expectations=exps)
         validation = batch.validate(suite, result_format={"result_format": "COMPLETE"})

@@ -15,7 +15,7 @@ import json
 import logging
 import platform
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -105,12 +105,31 @@ def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> Cleanline
         return validate_tables(frames, cfg.role_spec)
 
 
+def measured_tables(gate: Gate) -> frozenset[str]:
+    """The tables the gate's families read: the release and the identification table always
+    (the equivalence families' sample and population), the original and the control when a
+    family needs the original (the attacks, copies, membership, utility, the ALC...)."""
+    needs = {table for name in gate.measures for table in BY_NAME[name].needs}
+    tables = {"released", "identification", *needs}
+    if "original" in needs:
+        tables.add("control")
+    return frozenset(tables)
+
+
 def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
-           storage_options: Mapping[str, Any] | None = None) -> MeasureInputs:
+           storage_options: Mapping[str, Any] | None = None,
+           tables: Collection[str] | None = None) -> MeasureInputs:
     """Align the other tables with a generalized release, convert the tables to their declared
-    types and encode them jointly, once."""
+    types and encode them jointly, once.
+
+    Args:
+        tables: the tables to encode (:func:`measured_tables`; default all). The others are
+            still aligned (their checks, e.g. a suppression token that is a real value of the
+            original, still apply) and decide the columns' types, but are not encoded: a gate
+            of the equivalence families alone never reads the original's codes.
+    """
     with progress.working("encode"):
-        enc, alignment = encode_aligned(cfg, frames, storage_options)
+        enc, alignment = encode_aligned(cfg, frames, storage_options, tables)
     return MeasureInputs(released=enc["released"], original=enc.get("original"),
                          control=enc.get("control"), identification=enc.get("identification"),
                          missing=cfg.missing, alpha=cfg.alpha, seed=cfg.seed,
@@ -118,7 +137,8 @@ def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
 
 
 def encode_aligned(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
-                   storage_options: Mapping[str, Any] | None = None
+                   storage_options: Mapping[str, Any] | None = None,
+                   tables: Collection[str] | None = None,
                    ) -> tuple[dict[str, EncodedTable], Alignment]:
     """The original's (control's, identification's) values mapped into the release's domain
     (declared or unambiguous generalizations, riskcore.generalization), then encoded."""
@@ -131,15 +151,17 @@ def encode_aligned(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
     aligned, alignment = align_tables(
         frames, columns, cfg.generalization_specs(), numeric=numeric, tokens=cfg.suppressed,
         min_comparable=cfg.min_comparable, storage_options=storage_options)
-    return encode_frames(cfg, aligned), alignment
+    return encode_frames(cfg, aligned, tables), alignment
 
 
-def encode_frames(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]
-                  ) -> dict[str, EncodedTable]:
-    """Every frame typed (numeric types decided on the original) and encoded jointly."""
+def encode_frames(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
+                  tables: Collection[str] | None = None) -> dict[str, EncodedTable]:
+    """Every frame (of ``tables``, default all) typed (numeric types decided on the original)
+    and encoded jointly."""
     roles = cfg.role_spec
     types = declared_types(frames, roles)
-    typed = {name: coerce_types(df, types, name) for name, df in frames.items()}
+    typed = {name: coerce_types(df, types, name) for name, df in frames.items()
+             if tables is None or name in tables}
     # numeric types decided on the original; integers stay integers when every value is whole
     explicit = dict(roles.types)
     for col, typ in types.items():
@@ -320,7 +342,7 @@ class LocalSteps:
         return validate(gate.config, frames)
 
     def encode(self, gate: Gate, frames: Frames) -> MeasureInputs:
-        return encode(gate.config, frames)
+        return encode(gate.config, frames, tables=measured_tables(gate))
 
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]:

@@ -57,3 +57,34 @@ def test_infinite_rows_of_typed_numbers() -> None:
     series = pd.Series([1.0, np.inf, np.nan, -np.inf, 2.0])
     np.testing.assert_array_equal(infinite_rows(series), [1, 3])
     assert infinite_rows(pd.Series(["12", "40"], dtype="category")).size == 0
+
+
+def test_a_gate_of_the_equivalence_families_leaves_the_original_unencoded(example_files,
+                                                                          tmp_path):
+    import json
+
+    from riskcore.gate.config import load_gate
+    from riskcore.gate.run import LocalSteps, encode, measured_tables
+    from tests.conftest import gate_config
+
+    files = (str(example_files["original"]), str(example_files["released"]), str(tmp_path))
+    gate = load_gate(gate_config(*files))  # k-anonymity, re-identification, l-div., t-closeness
+    assert measured_tables(gate) == {"released", "identification"}
+    steps = LocalSteps()
+    frames, _ = steps.load(gate, {})
+    lean = steps.encode(gate, frames)
+    full = encode(gate.config, frames)
+    assert lean.original is None and full.original is not None
+    assert lean.alignment == full.alignment  # the original is still aligned and checked
+    ours, errors = steps.measures(gate, lean)
+    theirs, _ = steps.measures(gate, full)
+    assert not errors and set(ours) == set(gate.measures)
+    for name, result in ours.items():  # the same figures and per-record risks to the bit
+        assert json.dumps(result.figures, sort_keys=True) == json.dumps(
+            theirs[name].figures, sort_keys=True), name
+        for key, values in result.per_record.items():
+            np.testing.assert_array_equal(values, theirs[name].per_record[key])
+    # a family that reads the original gets it, and the control beside it
+    reading = load_gate(gate_config(*files, measures={"copies": {}}))
+    assert measured_tables(reading) == {"released", "identification", "original", "control"}
+    assert steps.encode(reading, frames).original is not None

@@ -185,11 +185,15 @@ class DistinctValues:
                 columns[str(col)] = s.iloc[[] if first is None else [first]].to_numpy()
                 continue
             c, uniques = distinct(s)
-            count = np.bincount(c[c >= 0], minlength=len(uniques))
+            missing = bool(c.size) and int(c.min()) < 0
+            count = np.bincount(c[c >= 0] if missing else c, minlength=len(uniques))
             used = np.flatnonzero(count)
-            remap = np.full(len(uniques) + 1, -1, dtype=np.int64)
-            remap[used] = np.arange(used.size)
-            codes[str(col)] = remap[c]
+            if used.size == len(uniques):  # every value used: the codes are already these
+                codes[str(col)] = c.astype(np.int64, copy=False)
+            else:
+                remap = np.full(len(uniques) + 1, -1, dtype=np.int64)
+                remap[used] = np.arange(used.size)
+                codes[str(col)] = remap[c]
             counts[str(col)] = count[used]
             values = uniques.take(used)
             dtype = df[col].dtype
@@ -356,9 +360,11 @@ def _shared_columns(tables: Sequence[tuple[str, DistinctValues, Sequence[Spec]]]
     shared = []
     for (col, *_), members in groups.items():
         arrays = [pd.Series(v.values[col]) for _, v, _ in members]
-        if len(arrays) == 1:
+        if len(arrays) == 1 or all(a.equals(arrays[0]) for a in arrays[1:]):
+            # one table, or the same distinct values in the same order in each (identifiers
+            # the release keeps: hashing them again would cost more than the rest)
             union: Any = members[0][1].values[col]
-            positions = [np.arange(len(union))]
+            positions = [np.arange(len(union))] * len(arrays)
         else:
             codes, uniques = pd.factorize(pd.concat(arrays, ignore_index=True))
             union = uniques.array

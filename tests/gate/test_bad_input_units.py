@@ -76,6 +76,41 @@ def test_a_csv_read_by_column_still_accounts_for_every_record(tmp_path):
         read_table(str(path), name="original", columns=["a", "b"])
 
 
+def test_record_lines_count_the_non_empty_lines_after_the_header():
+    from riskcore.gate.tables import _record_lines
+
+    def by_hand(data: bytes) -> int:
+        lines = data.split(b"\n")
+        if data.endswith(b"\n"):
+            lines = lines[:-1]
+        return sum(1 for line in lines if len(line) - line.endswith(b"\r") > 0) - 1
+
+    rng = np.random.default_rng(3)
+    alphabet = np.frombuffer(b"ab\n\r,", dtype=np.uint8)
+    cases = [b"h\n1\n2\n", b"h\r\n1\r\n2", b"h\n\n1\n", b"h\n1\n\r", b"\nh\n1\n",
+             b"\r\nh\n1", b"h", b"h\n", b"h\n1\r\n\r\n2\n"]
+    cases += [rng.choice(alphabet, size=int(rng.integers(1, 30))).tobytes() for _ in range(3000)]
+    for data in cases:
+        assert _record_lines(data) == by_hand(data), data
+
+
+def test_an_ascii_csv_is_read_from_its_bytes_and_anything_else_decoded(tmp_path):
+    """ASCII bytes are their UTF-8 text (read without decoding the file); a file with other
+    bytes, or declared in another encoding, is decoded as before."""
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"a,b\r\n1,x\r\n2,y\r\n")
+    df, info = read_table(str(path), name="released")
+    assert df["b"].tolist() == ["x", "y"] and info.rows == 2 and info.encoding == "utf-8"
+    df, info = read_table(str(path), name="released", encoding="latin-1")
+    assert df["b"].tolist() == ["x", "y"] and info.encoding == "latin-1"
+    path.write_bytes("a,b\n1,\u00e9t\u00e9\n".encode())
+    df, info = read_table(str(path), name="released")
+    assert df["b"].tolist() == ["\u00e9t\u00e9"] and info.undecodable_bytes == 0
+    path.write_bytes(b'a,b\n1,"x\n2,y\n')  # Arrow refuses: pandas names the problem
+    with pytest.raises(InputError, match="quote"):
+        read_table(str(path), name="released")
+
+
 def test_unreadable_file(tmp_path):
     path = tmp_path / "broken.parquet"
     path.write_bytes(b"not parquet at all")

@@ -109,7 +109,11 @@ def _one_text(v: Any) -> str | None:
 
 def _text(s: pd.Series) -> pd.Series:
     """The column as text (missing stays missing; whole floats lose their '.0'), a Categorical
-    computed once per distinct value."""
+    computed once per distinct value; a Categorical of text (CSV cells, Parquet strings) is
+    that already and comes back as it is (no pass over its rows)."""
+    if isinstance(s.dtype, pd.CategoricalDtype) and pd.api.types.infer_dtype(
+            s.dtype.categories, skipna=True) in ("string", "empty"):
+        return s
     return map_distinct(s, lambda u: u.map(_one_text))
 
 

@@ -44,6 +44,8 @@ CASES = [(6_000, "csv", "equivalence"), (6_000, "parquet", "equivalence"),
          (1_000_000, "parquet", "all"), (10_000_000, "parquet", "equivalence")]
 #: the concurrency row: this many gates of the example's size at once, against one after another
 CONCURRENT = 5
+#: gates run per equivalence row up to 1M rows, the best one reported (the limit: best of three)
+REPEATS = 3
 
 
 def make_data(n: int, folder: Path) -> None:
@@ -87,6 +89,11 @@ def gate_config(folder: Path, fmt: str, out: Path, families: str = "equivalence"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(cfg))
     return path
+
+
+def _work(timings: dict) -> float:
+    """A gate's data work: its stages' own work (load, validate, encode, measures)."""
+    return sum(timings.get(k, 0.0) for k in ("load", "validate", "encode", "measures"))
 
 
 def limit_seconds(folder: Path, fmt: str) -> float:
@@ -178,12 +185,16 @@ def main() -> None:
             config = gate_config(folder, fmt, runs, families)
             limit = limit_seconds(folder, fmt)
             enc_mb = encoded_mb(folder, fmt, config)
-            wall, rss_kb, decision, rc = run_gate(config, api)
+            # the equivalence rows up to 1M: the best of three gates, as the limit is the best
+            # of three reads (one gate process on two cores varies by a third run to run)
+            runs = [run_gate(config, api) for _ in range(
+                REPEATS if families == "equivalence" and n <= 1_000_000 else 1)]
+            wall, rss_kb, decision, rc = min(runs, key=lambda r: _work(r[2]["timings"]))
             t = decision["timings"]
             stages = [t.get(k, 0.0) for k in ("load", "gx_start", "validate", "encode",
                                                "measures", "task_runs")]
             prefect = wall - sum(t.values())
-            work = sum(t.get(k, 0.0) for k in ("load", "validate", "encode", "measures"))
+            work = _work(t)
             rss_mb = rss_kb / 1024
             rows.append([f"{n:,}", fmt, families, decision["verdict"],
                          *[f"{x:.2f}" for x in stages],

@@ -187,9 +187,9 @@ def main() -> None:
             enc_mb = encoded_mb(folder, fmt, config)
             # the equivalence rows up to 1M: the best of three gates, as the limit is the best
             # of three reads (one gate process on two cores varies by a third run to run)
-            runs = [run_gate(config, api) for _ in range(
+            tries = [run_gate(config, api) for _ in range(
                 REPEATS if families == "equivalence" and n <= 1_000_000 else 1)]
-            wall, rss_kb, decision, rc = min(runs, key=lambda r: _work(r[2]["timings"]))
+            wall, rss_kb, decision, rc = min(tries, key=lambda r: _work(r[2]["timings"]))
             t = decision["timings"]
             stages = [t.get(k, 0.0) for k in ("load", "gx_start", "validate", "encode",
                                                "measures", "task_runs")]

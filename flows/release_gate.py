@@ -81,7 +81,6 @@ TRIGGER_CONFIG_VARIABLE = "riskgate_trigger_config"
 #: seconds a triggered run waits for its event to be readable from the API's event store
 EVENT_READ_TIMEOUT_S = 60.0
 RELEASE_ID = re.compile(RELEASE_ID_PATTERN)
-STATE_NAMES = VERDICT_STATE_NAMES
 
 
 class GateVerdict(Exception):
@@ -307,7 +306,7 @@ def final_state(outcome: RunOutcome) -> State[Any]:
             _OUTCOMES[str(runtime_flow_run.id)] = data
             while len(_OUTCOMES) > 256:  # a long-lived process that never asks keeps few
                 _OUTCOMES.pop(next(iter(_OUTCOMES)))
-    name = STATE_NAMES[outcome.verdict]
+    name = VERDICT_STATE_NAMES[outcome.verdict]
     message = f"{outcome.release_id}: {outcome.verdict}"
     if outcome.reasons:
         message += f" ({outcome.reasons[0][:200]})"
@@ -485,7 +484,7 @@ def ended_without_verdict(flow: Any, flow_run: Any, state: State[Any]) -> None:
     event (what a waiting pipeline reads), the ``verdict:ERROR`` tag and the state's message
     (a crash stays Crashed, now named "Error"; a cancellation stays Cancelled). A run that
     already has its verdict (the gate's own ERROR ends Crashed too) is left as it is."""
-    if state.is_crashed() and state.name == STATE_NAMES["ERROR"]:
+    if state.is_crashed() and state.name == VERDICT_STATE_NAMES["ERROR"]:
         return  # the gate's own ERROR, already told
     how = "was cancelled" if state.is_cancelled() else "ended without a verdict"
     _tell_error(flow_run, state, how)
@@ -520,7 +519,7 @@ def _tell_error(flow_run: Any, state: State[Any], how: str) -> None:
 
             with get_client(sync_client=True) as client:
                 client.set_flow_run_state(flow_run.id, Crashed(
-                    name=STATE_NAMES["ERROR"], message=f"{outcome.release_id}: ERROR ("
+                    name=VERDICT_STATE_NAMES["ERROR"], message=f"{outcome.release_id}: ERROR ("
                     f"{outcome.reasons[0][:200]})"), force=True)
     except Exception as err:  # a hook never raises into the worker
         log.warning("the ERROR verdict of the ended run %s could not be told: %s",

@@ -7,7 +7,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from riskcore.gate.config import Gate
-from riskcore.gate.run import encode, measure, measured_tables
+from riskcore.gate.run import encode_measured, measure
 from riskcore.measures import MeasureInputs
 from riskcore.measures.family import Params
 from riskcore.results import MeasureResult
@@ -18,7 +18,7 @@ from .common import Held, clean_failure
 @task(name="encode", cache_policy=NO_CACHE, retries=0)
 @clean_failure
 def encode_inputs(gate: Held[Gate], frames: Held[dict[str, pd.DataFrame]]) -> MeasureInputs:
-    return encode(gate.value.config, frames.value, tables=measured_tables(gate.value))
+    return encode_measured(gate.value, frames.value)
 
 
 @task(name="measure", task_run_name="measure-{name}", cache_policy=NO_CACHE, retries=0)

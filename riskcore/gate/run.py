@@ -116,6 +116,12 @@ def measured_tables(gate: Gate) -> frozenset[str]:
     return frozenset(tables)
 
 
+def encode_measured(gate: Gate, frames: Mapping[str, pd.DataFrame]) -> MeasureInputs:
+    """:func:`encode` of the tables the gate's families read (:func:`measured_tables`): what
+    every gate step encodes, in this process or as a Prefect task."""
+    return encode(gate.config, frames, tables=measured_tables(gate))
+
+
 def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
            storage_options: Mapping[str, Any] | None = None,
            tables: Collection[str] | None = None) -> MeasureInputs:
@@ -342,7 +348,7 @@ class LocalSteps:
         return validate(gate.config, frames)
 
     def encode(self, gate: Gate, frames: Frames) -> MeasureInputs:
-        return encode(gate.config, frames, tables=measured_tables(gate))
+        return encode_measured(gate, frames)
 
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]:

@@ -153,7 +153,12 @@ def _ascii_as_declared(raw: bytes, encoding: str) -> bool:
     """The file is plain ASCII declared (or detected) as UTF-8, so its bytes are its text; not
     when it looks like UTF-16 without a byte-order mark (many NULs: :func:`_decode` says so)."""
     return (encoding.lower().replace("-", "") in ("utf8", "auto")
-            and raw[:4096].count(b"\x00") <= 64 and raw.isascii())
+            and not _looks_utf16(raw) and raw.isascii())
+
+
+def _looks_utf16(raw: bytes) -> bool:
+    """Many NUL bytes at the start: UTF-16 text without a byte-order mark."""
+    return raw[:4096].count(b"\x00") > 64
 
 
 def _decode(raw: bytes, encoding: str, name: str, shown: str) -> tuple[str, str, int]:
@@ -164,7 +169,7 @@ def _decode(raw: bytes, encoding: str, name: str, shown: str) -> tuple[str, str,
     elif encoding.lower().replace("-", "") in ("utf8", "auto") and raw.startswith(
             b"\xef\xbb\xbf"):
         raw = raw[3:]
-    if encoding.lower() in ("utf-8", "utf8") and raw[:4096].count(b"\x00") > 64:
+    if encoding.lower() in ("utf-8", "utf8") and _looks_utf16(raw):
         raise InputError(f"{what}: '{shown}' looks like UTF-16 text without a byte-order mark "
                          "(many NUL bytes); declare read.encoding: utf-16 (or --encoding) or "
                          "save the file as UTF-8")

@@ -727,8 +727,8 @@ def test_history_lists_a_releases_runs_newest_first(ops):
 
 def test_a_run_lost_with_its_worker_ends_error(ops):
     """Issue 28 item 2, what nothing on the worker's side survives: SIGKILL the worker and the
-    gate's process together (a lost host or container). Killing the worker alone does not stop
-    the gate (its process is a session of its own and reaches its verdict); with both gone, no
+    gate's process together (a lost host or container). Killing the worker alone ends the gate
+    at its next line of output, through the crash hook (its output pipe breaks); with both gone, no
     hook runs, and the server's automation (riskgate deploy) ends the run Crashed "Error" once
     its heartbeats stop for 90 s; emit-anonymized --wait exits 3; that state triggers the
     lost-run-verdict deployment on the next living worker, which writes the ERROR decision,

@@ -15,20 +15,27 @@ distance are pooled. Prediction = the modal secret among the matches (ties: the 
 first, in table then row order, as ``Counter.most_common``); rank score (eq. 9)
 = round((1 - G_min) * M / C, 3), M the modal count, C the number of matches.
 
-Vectorized: a block of targets against all released rows is one (b, m) distance matrix built
-one column at a time; the modal value comes from one bincount over (target, secret code).
+Compiled (numba): per target one pass over a released table's rows, the distance summed in
+the same order as the NumPy path (continuous terms from 0.0, then the categorical mismatches),
+so the same float64 numbers; a row whose partial sum already exceeds the nearest so far is
+left, and the counts per secret value restart whenever a nearer row appears. Without numba, a
+block of targets against all released rows is one (b, m) distance matrix built one column at a
+time, and the modal value comes from one bincount over (target, secret code).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ...compiled import compiled
 from .inputs import CONTINUOUS, ALCData
 
 BLOCK_CELLS = 2_000_000
+_NONE = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -91,12 +98,13 @@ class BestRowMatch:
             side = _Side(cont=[v[valid] for v in side.cont], cont_cols=side.cont_cols,
                          cat=[v[valid] for v in side.cat], cat_cols=side.cat_cols)
             self._sides[t] = side
-            self._secret[t] = data.codes[t][secret][valid]
+            self._secret[t] = data.codes[t][secret][valid].astype(np.int64)
             with np.errstate(invalid="ignore"):
                 self._ranges[t] = [(np.nanmin(v) if np.isfinite(v).any() else np.nan,
                                     np.nanmax(v) if np.isfinite(v).any() else np.nan)
                                    for v in side.cont]
         self._query = _table_side(data, data.original, self.known)
+        self._stacks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def predict(self, targets: np.ndarray, source: str | None = None) -> Predictions:
         """Predict the secret of the given rows of the original (or of table ``source``)."""
@@ -112,6 +120,9 @@ class BestRowMatch:
         return Predictions(*(np.concatenate(x) for x in zip(*out)))
 
     def _block(self, rows: np.ndarray, q: _Side) -> tuple[np.ndarray, ...]:
+        kernel = _compiled()
+        if kernel is not None:
+            return self._block_compiled(rows, q, kernel)
         b, k = len(rows), len(self.known)
         per_table = []
         for t in self.tables:
@@ -150,16 +161,119 @@ class BestRowMatch:
             uk, idx = np.unique(key, return_index=True)
             first[uk] = np.minimum(first[uk], c[idx] + offset)
             offset += len(self._secret[t])
-        counts2 = counts.reshape(b, K)
-        first2 = first.reshape(b, K)
-        total = counts2.sum(axis=1)
-        top = counts2.max(axis=1)
-        # modal value; ties -> the value met first2 (table order, then row order)
-        tie_rank = np.where(counts2 == top[:, None], first2, np.iinfo(np.int64).max)
-        pred = np.argmin(tie_rank, axis=1).astype(np.int64)
-        ok = total > 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            conf = np.round((1.0 - best) * top / np.maximum(total, 1), 3)
-        pred = np.where(ok, pred, -1)
-        conf = np.where(ok, conf, 0.0)
-        return pred, conf, np.where(ok, best, np.nan), total
+        return _modal(counts.reshape(b, K), first.reshape(b, K), best)
+
+    def _block_compiled(self, rows: np.ndarray, q: _Side, kernel: Any) -> tuple[np.ndarray, ...]:
+        """:meth:`_block` by the compiled kernel: the same numbers, no (b, m) matrix."""
+        b, k, K = len(rows), len(self.known), self.n_classes
+        counts = np.zeros((b, K), dtype=np.int64)
+        first = np.full((b, K), _NONE, dtype=np.int64)
+        best = np.full(b, np.inf)
+        offset = 0
+        for t in self.tables:
+            side = self._sides[t]
+            m = len(self._secret[t])
+            qn = np.empty((b, len(side.cont_cols)))
+            scale = np.empty_like(qn)
+            for j, col in enumerate(side.cont_cols):
+                qv = q.cont[q.cont_cols.index(col)][rows]
+                lo, hi = self._ranges[t][j]
+                span = np.fmax(qv, hi) - np.fmin(qv, lo)
+                qn[:, j] = qv
+                scale[:, j] = np.where(np.isfinite(span) & (span != 0), span, 1.0)
+            qc = np.empty((b, len(side.cat_cols)), dtype=np.int64)
+            for j, col in enumerate(side.cat_cols):
+                qc[:, j] = q.cat[q.cat_cols.index(col)][rows]
+            cn, cc = self._stacked(t)
+            dmin = np.full(b, np.inf)
+            c_t = np.zeros((b, K), dtype=np.int64)
+            f_t = np.full((b, K), _NONE, dtype=np.int64)
+            if m:
+                kernel(qn, scale, qc, cn, cc, self._secret[t], dmin, c_t, f_t)
+            n_match_cols = len(side.cont_cols) + len(side.cat_cols)
+            adjusted = (np.round(dmin / n_match_cols, 3) * n_match_cols + (k - n_match_cols)) / k
+            nearer = adjusted < best
+            counts[nearer] = 0
+            first[nearer] = _NONE
+            best = np.minimum(best, adjusted)
+            use = (adjusted == best)[:, None] & (c_t > 0)
+            counts += np.where(use, c_t, 0)
+            first = np.where(use, np.minimum(first, np.where(use, f_t, 0) + offset), first)
+            offset += m
+        return _modal(counts, first, best)
+
+    def _stacked(self, t: str) -> tuple[np.ndarray, np.ndarray]:
+        """Table ``t``'s known columns as (m, p) float64 and (m, q) int64 row-major arrays."""
+        if t not in self._stacks:
+            side = self._sides[t]
+            m = len(self._secret[t])
+            cn = (np.column_stack(side.cont).astype(np.float64) if side.cont
+                  else np.empty((m, 0)))
+            cc = (np.column_stack(side.cat).astype(np.int64) if side.cat
+                  else np.empty((m, 0), dtype=np.int64))
+            self._stacks[t] = (np.ascontiguousarray(cn), np.ascontiguousarray(cc))
+        return self._stacks[t]
+
+
+def _compiled() -> Any:
+    """The compiled kernel, or None without numba (the NumPy path gives the same result)."""
+    return compiled(_nearest_secrets)
+
+
+def _modal(counts2: np.ndarray, first2: np.ndarray, best: np.ndarray
+           ) -> tuple[np.ndarray, ...]:
+    """Per target the modal secret of its best matches (ties: the value met first) and the rank
+    score round((1 - G) M / C, 3); -1 and 0 when no row matched."""
+    total = counts2.sum(axis=1)
+    top = counts2.max(axis=1)
+    # modal value; ties -> the value met first2 (table order, then row order)
+    tie_rank = np.where(counts2 == top[:, None], first2, np.iinfo(np.int64).max)
+    pred = np.argmin(tie_rank, axis=1).astype(np.int64)
+    ok = total > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        conf = np.round((1.0 - best) * top / np.maximum(total, 1), 3)
+    pred = np.where(ok, pred, -1)
+    conf = np.where(ok, conf, 0.0)
+    return pred, conf, np.where(ok, best, np.nan), total
+
+
+def _nearest_secrets(qn: np.ndarray, scale: np.ndarray, qc: np.ndarray, cn: np.ndarray,
+                     cc: np.ndarray, secret: np.ndarray, dmin: np.ndarray,
+                     counts: np.ndarray, first: np.ndarray) -> None:  # pragma: no cover
+    """Per target i: the smallest distance to a row of one released table (``dmin[i]``), and
+    over the rows at that distance, the count of each secret code (``counts[i]``) and the first
+    such row (``first[i]``). The distance is summed as the NumPy path sums it: from 0.0, each
+    continuous term |x - q| / scale (1 when missing), then each categorical mismatch (a missing
+    query code mismatches), so equal rows give equal float64 numbers. Every term is >= 0: a row
+    whose partial sum exceeds the nearest so far is left."""
+    b, p = qn.shape
+    m, q = cc.shape
+    K = counts.shape[1]
+    none = 9223372036854775807  # _NONE: no row yet
+    for i in range(b):
+        best = np.inf
+        for j in range(m):
+            d = 0.0
+            for c in range(p):
+                t = abs(cn[j, c] - qn[i, c]) / scale[i, c]
+                d += 1.0 if t != t else t
+            if d > best:
+                continue
+            for c in range(q):
+                a = qc[i, c]
+                if a < 0 or a != cc[j, c]:
+                    d += 1.0
+                    if d > best:
+                        break
+            if d > best:
+                continue
+            s = secret[j]
+            if d < best:
+                best = d
+                for k in range(K):
+                    counts[i, k] = 0
+                    first[i, k] = none
+            if counts[i, s] == 0:
+                first[i, s] = j
+            counts[i, s] += 1
+        dmin[i] = best

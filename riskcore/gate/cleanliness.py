@@ -201,10 +201,13 @@ class DistinctValues:
                 dtype = dtype.categories.dtype
             if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
                 text.add(str(col))
+                # text through Arrow's regular expressions, mixed values as Python objects;
+                # text already held as text (a CSV's Categoricals) stays in its Arrow buffers
+                if not pd.api.types.is_object_dtype(dtype):
+                    columns[str(col)] = pd.array(values, dtype="str")
+                    continue
                 arr = np.asarray(values, dtype=object)
-                # text through Arrow's regular expressions, mixed values as Python objects
-                all_text = not pd.api.types.is_object_dtype(dtype) or all(
-                    isinstance(v, str) for v in arr)
+                all_text = all(isinstance(v, str) for v in arr)
                 columns[str(col)] = pd.array(arr, dtype="str" if all_text else object)
             else:
                 columns[str(col)] = values

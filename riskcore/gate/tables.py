@@ -256,6 +256,22 @@ def _parse_csv(text: str | None, name: str, shown: str, na_values: Sequence[str]
     return df
 
 
+def _records_add_up(data: bytes, rows: int) -> bool:
+    """The ``rows`` records Arrow parsed are the file's non-empty lines after the header
+    (:func:`_record_lines`), decided without searching the bytes for empty lines when it can.
+
+    Without a carriage return, Arrow ends a record only at a line feed and skips empty lines,
+    so it parses at most the non-empty lines: if ``rows`` equals every line after the header
+    (one ``bytes.count``), no line is empty and none was merged into another record. Else
+    (fewer rows, or carriage returns, which Arrow also reads as line breaks) each line is
+    looked at."""
+    if b"\r" not in data:  # memchr: memory speed, a quarter of a two-byte search
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1) - 1
+        if lines == rows:
+            return True
+    return _record_lines(data) == rows
+
+
 def _record_lines(data: bytes) -> int:
     """Non-empty lines after the header (a line of only '\\r' is empty), counted on the bytes.
 
@@ -301,8 +317,8 @@ def _arrow_csv(text: str | None, header: list[str], sep: str, na_values: Sequenc
                 include_columns=include))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
         return None
-    if table.num_columns != len(include) or table.num_rows != _record_lines(data) or \
-            table.num_rows == 0:
+    if table.num_columns != len(include) or table.num_rows == 0 or \
+            not _records_add_up(data, table.num_rows):
         return None
     return categorical_frame(table)
 

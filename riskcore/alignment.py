@@ -265,6 +265,20 @@ def _detect(original: pd.Series, labels: Sequence[str]) -> str | None:
     return "mask" if trailing_only and len(masked) >= 0.5 * len(labels) else None
 
 
+def _token_share(text: pd.Series, tokens: Sequence[str]) -> float:
+    """The share of a column's cells that are suppression tokens. Of a Categorical, the
+    tokens are looked up among its categories first: a column none of whose values is a token
+    (most of them) costs no pass over its rows."""
+    if not len(text) or not tokens:
+        return 0.0
+    if isinstance(text.dtype, pd.CategoricalDtype):
+        hit = np.flatnonzero(text.cat.categories.isin(list(tokens)))
+        if hit.size == 0:
+            return 0.0
+        return float(np.isin(np.asarray(text.array.codes), hit).mean())
+    return float(text.isin(list(tokens)).mean())
+
+
 def _released_labels(released_text: pd.Series, tokens: Sequence[str]) -> list[str]:
     return [v for v in pd.unique(released_text) if isinstance(v, str) and v not in tokens]
 
@@ -316,7 +330,7 @@ def align_column(col: str, spec: GeneralizationSpec | None, released: pd.Series,
     """
     rel_text = _text(released)
     labels = _released_labels(rel_text, tokens)
-    suppressed = float(rel_text.isin(list(tokens)).mean()) if len(rel_text) else 0.0
+    suppressed = _token_share(rel_text, tokens)
     check_suppression_tokens(col, rel_text, others.get("original"), tokens, suppressed)
     how = "as is"
     kind: str | None = spec.kind if spec is not None else None

@@ -226,3 +226,19 @@ def test_an_inconclusive_attack_is_reviewed_as_the_policy_says(setting, partly, 
     # a conclusive attack passes whatever the setting
     assert decide(parse_policy(doc), {"singling_out": _attack(False, partly)}).checks[0] \
         .verdict is CheckVerdict.PASS
+
+
+def test_the_share_of_suppressed_cells_is_the_same_from_categories_or_rows():
+    """Issue 29: a Categorical's token share is found through its categories (no pass over
+    the rows when no category is a token); the same share as comparing every cell."""
+    from riskcore.alignment import _token_share
+
+    rng = np.random.default_rng(7)
+    values = rng.choice(np.array(["a", "b", "*", "?", None], dtype=object), 2000,
+                        p=[0.4, 0.3, 0.15, 0.05, 0.1])
+    for tokens in (["*"], ["*", "?"], ["x"], [], ["?", "zz"]):
+        for s in (pd.Series(values, dtype=object), pd.Series(values, dtype="category"),
+                  pd.Series(pd.Categorical(values, categories=["a", "b", "*", "?", "zz"]))):
+            want = float(pd.Series(values, dtype=object).isin(tokens).mean()) if tokens else 0.0
+            assert _token_share(s, tokens) == pytest.approx(want, abs=1e-15), (tokens, s.dtype)
+    assert _token_share(pd.Series(values, dtype="category"), ["*"]) > 0.1

@@ -341,17 +341,20 @@ def _multivariate_queries(syn: _Arrays, n_attacks: int, n_cols: int, max_attempt
         V = np.where(missing, 0.0, V) + 0.0  # -0.0 is 0.0, as in a tuple
         counts = count_queries(syn, J, OP, V, limit=2)
         keys = np.concatenate([J, OP, V.view(np.int64)], axis=1)
-        for i in range(batch):
-            attempts += 1
+        # a query's count is a function of the query: a repeat of one that singled out is
+        # the only repeat that could have been kept, so only those are looked at, in order
+        taken = batch
+        for i in np.flatnonzero(counts == 1).tolist():
             key = keys[i].tobytes()
             if key in seen:
                 continue
             seen.add(key)
-            if counts[i] == 1:
-                out.append(tuple((int(J[i, p]), int(OP[i, p]), float(V[i, p]))
-                                 for p in range(J.shape[1])))
-                if len(out) == n_attacks:
-                    break
+            out.append(tuple((int(J[i, p]), int(OP[i, p]), float(V[i, p]))
+                             for p in range(J.shape[1])))
+            if len(out) == n_attacks:
+                taken = i + 1
+                break
+        attempts += taken
     return out, attempts
 
 

@@ -169,6 +169,64 @@ def test_the_compiled_query_counter_equals_the_row_by_row_definition(monkeypatch
     assert (want > 0).mean() > 0.3 and (want == 1).any() and (want == 0).any()
 
 
+def test_multivariate_queries_are_those_of_the_one_by_one_search():
+    """Issue 29: the multivariate generator looks only at the attempts that single out a row
+    (a query's count is a function of the query); the queries kept and the number of
+    attempts are those of the search that looks at every attempt in order, skipping any
+    query seen before, down to where the last query is found and where max_attempts stops."""
+    from riskcore.measures.attacks import singling_out as so
+
+    rng = np.random.default_rng(4)
+    n = 400
+    num = rng.integers(0, 30, n).astype(float)
+    num[rng.random(n) < 0.05] = np.nan
+    cols = [num, rng.integers(-1, 3, n).astype(np.int64), rng.integers(0, 6, n).astype(np.int64),
+            rng.integers(0, 2, n).astype(np.int64)]
+    table = so._Arrays(cols, [True, False, False, False], n, None)
+
+    def one_by_one(n_attacks, n_cols, max_attempts, seed):  # every attempt, in order
+        rng = np.random.default_rng(seed)
+        m = len(table.cols)
+        medians = np.array([float(np.nanmedian(x)) if table.numeric[j] else 0.0
+                            for j, x in enumerate(table.cols)])
+        numeric = np.array(table.numeric, dtype=bool)
+        out, seen, attempts = [], set(), 0
+        while len(out) < n_attacks and attempts < max_attempts:
+            batch = min(1000, max_attempts - attempts)
+            rows = rng.integers(0, table.n, size=batch)
+            J = np.sort(np.argsort(rng.random((batch, m)), axis=1)[:, :n_cols], axis=1)
+            V = np.zeros(J.shape)
+            for j in range(m):
+                at = J == j
+                V[at] = table.cols[j][np.broadcast_to(rows[:, None], J.shape)[at]]
+            isnum = numeric[J]
+            missing = np.where(isnum, np.isnan(V), V < 0)
+            OP = np.where(missing, so.ISNULL,
+                          np.where(isnum, np.where(V > medians[J], so.GE, so.LE), so.EQ))
+            V = np.where(missing, 0.0, V) + 0.0
+            for i in range(batch):
+                attempts += 1
+                query = tuple((int(J[i, p]), int(OP[i, p]), float(V[i, p]))
+                              for p in range(n_cols))
+                if query in seen:
+                    continue
+                seen.add(query)
+                if so.count_matches(table, query) == 1:
+                    out.append(query)
+                    if len(out) == n_attacks:
+                        break
+        return out, attempts
+
+    for n_attacks, n_cols, max_attempts, seed in [(40, 2, 100_000, 0), (25, 3, 100_000, 1),
+                                                  (10_000, 2, 2_500, 2), (1, 4, 500, 3)]:
+        got = so._multivariate_queries(table, n_attacks, n_cols, max_attempts,
+                                       np.random.default_rng(seed))
+        want = one_by_one(n_attacks, n_cols, max_attempts, seed)
+        assert got == want, (n_attacks, n_cols, seed)
+        assert want[0] and len(set(want[0])) == len(want[0])
+    assert len(got[0]) == 1 and 1 < want[1] < 500  # the search stopped at its first find
+
+
 @pytest.fixture(scope="module")
 def adults(shared):
     d = shared / "datasets/anonymeter"

@@ -151,34 +151,63 @@ def _slots_in_use() -> int:
     return int(state["active_slots"]) if state else 0
 
 
+def _measuring(release_id: str, family: str) -> bool:
+    """The gate of ``release_id`` has its ``family`` measure task running now."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterTags,
+        TaskRunFilter,
+        TaskRunFilterName,
+    )
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=[f"release:{release_id}"])),
+            task_run_filter=TaskRunFilter(name=TaskRunFilterName(any_=[f"measure-{family}"])))
+    return any(r.state is not None and r.state.is_running() for r in runs)
+
+
 def test_a_gate_killed_mid_measure_gives_its_slot_back(prefect_server, example_files, tmp_path):
-    from riskgate.flows.limits import set_limits
+    """A gate SIGKILLed while it measures still holds its slot; the slot comes back when its
+    lease lapses (Prefect's shortest lease: 60 s), and the next gate then runs. The kill is
+    made while the ALC's task runs (watched through the API), so the test cannot pass on a
+    gate that finished first: the slot must still be taken after the kill, and the next gate
+    must have waited for the lease."""
+    from riskgate.flows.limits import LEASE_S, set_limits
 
     set_limits(gate=1)
     try:
         slow = gate_config(str(example_files["original"]), str(example_files["released"]),
                            str(tmp_path / "out"), release_id="killed",
                            measures={"alc": {"max_attacks": 3000, "scenarios": "all_secrets",
-                                             "models": ["random_forest"]}},
+                                             "secrets": ["diagnosis", "region", "age", "sex",
+                                                         "education"],
+                                             "halting": "package"}},
                            policy={"version": 1, "checks": ["alc.max <= 0.5"]})
         path = tmp_path / "slow.yaml"
         path.write_text(yaml.safe_dump(slow))
         proc = subprocess.Popen(RISKGATE + ["gate", "--config", str(path)],
                                 env=prefect_server.env(), cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while _slots_in_use() == 0 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert _slots_in_use() == 1, "the first gate never took the slot"
-        time.sleep(3)  # measuring now
+        deadline = time.monotonic() + 180
+        while not _measuring("killed", "alc") and proc.poll() is None and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proc.poll() is None, "the slow gate ended before it was seen measuring"
+        assert _slots_in_use() == 1, "the slow gate measures without holding the slot"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        killed_at = time.monotonic()
+        assert _slots_in_use() == 1  # nothing gave it back: only the lease's end will
         quick = gate_config(str(example_files["original"]), str(example_files["released"]),
                             str(tmp_path / "out"), release_id="after-kill")
         outcome = run_gate_flow(quick)  # waits for the dead gate's lease to lapse, then runs
         assert outcome["verdict"] == "APPROVED"
-        assert json.loads(Path(outcome["decision_url"]).read_text())["timings"][
-            "slot_wait"] > 0
+        waited = json.loads(Path(outcome["decision_url"]).read_text())["timings"]["slot_wait"]
+        # the lease was taken before the measures began and renewed at most once since
+        assert waited > LEASE_S / 4, waited
+        assert time.monotonic() - killed_at < 3 * LEASE_S
     finally:
         set_limits(gate=5)
 

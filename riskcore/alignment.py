@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .data import map_distinct, number_series, used_values
+from .data import distinct, map_distinct, number_series, used_values
 from .errors import ConfigError, InputError, where
 from .generalization import (
     DEFAULT_MIN_COMPARABLE,
@@ -266,17 +266,14 @@ def _detect(original: pd.Series, labels: Sequence[str]) -> str | None:
 
 
 def _token_share(text: pd.Series, tokens: Sequence[str]) -> float:
-    """The share of a column's cells that are suppression tokens. Of a Categorical, the
-    tokens are looked up among its categories first: a column none of whose values is a token
-    (most of them) costs no pass over its rows."""
+    """The share of a column's cells that are suppression tokens, the tokens looked up among
+    its distinct values (:func:`~riskcore.data.distinct`): a Categorical none of whose values
+    is a token (most of them) costs no pass over its rows."""
     if not len(text) or not tokens:
         return 0.0
-    if isinstance(text.dtype, pd.CategoricalDtype):
-        hit = np.flatnonzero(text.cat.categories.isin(list(tokens)))
-        if hit.size == 0:
-            return 0.0
-        return float(np.isin(np.asarray(text.array.codes), hit).mean())
-    return float(text.isin(list(tokens)).mean())
+    codes, uniques = distinct(text)
+    hit = np.flatnonzero(uniques.isin(list(tokens)))
+    return float(np.isin(codes, hit).mean()) if hit.size else 0.0
 
 
 def _released_labels(released_text: pd.Series, tokens: Sequence[str]) -> list[str]:

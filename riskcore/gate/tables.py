@@ -265,11 +265,14 @@ def _records_add_up(data: bytes, rows: int) -> bool:
     (one ``bytes.count``), no line is empty and none was merged into another record. Else
     (fewer rows, or carriage returns, which Arrow also reads as line breaks) each line is
     looked at."""
-    if b"\r" not in data:  # memchr: memory speed, a quarter of a two-byte search
-        lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1) - 1
-        if lines == rows:
-            return True
+    if b"\r" not in data and _lines_after_header(data) == rows:  # memchr speed
+        return True
     return _record_lines(data) == rows
+
+
+def _lines_after_header(data: bytes) -> int:
+    """Every line after the header, empty ones included: one ``bytes.count``."""
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1) - 1
 
 
 def _record_lines(data: bytes) -> int:
@@ -279,7 +282,7 @@ def _record_lines(data: bytes) -> int:
     breaks alone count them (``bytes.count``, memory-speed); else each line's length."""
     if data and data[:1] not in (b"\n", b"\r") and b"\n\n" not in data and \
             b"\n\r\n" not in data and not data.endswith(b"\n\r"):
-        return data.count(b"\n") + (0 if data.endswith(b"\n") else 1) - 1
+        return _lines_after_header(data)
     raw = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero(raw == 10)
     if raw.size and raw[-1] != 10:

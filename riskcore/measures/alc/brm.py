@@ -131,26 +131,18 @@ class BestRowMatch:
             D = np.zeros((b, m))
             for j, col in enumerate(side.cont_cols):
                 qv = q.cont[q.cont_cols.index(col)][rows]
-                lo, hi = self._ranges[t][j]
-                qlo = np.fmin(qv, lo)
-                qhi = np.fmax(qv, hi)
-                rng = qhi - qlo
-                rng = np.where(np.isfinite(rng) & (rng != 0), rng, 1.0)
+                rng = _scale(qv, *self._ranges[t][j])
                 d = np.abs(side.cont[j][None, :] - qv[:, None]) / rng[:, None]
                 D += np.where(np.isnan(d), 1.0, d)
             for j, col in enumerate(side.cat_cols):
                 qc = q.cat[q.cat_cols.index(col)][rows]
                 D += (side.cat[j][None, :] != qc[:, None]) | (qc[:, None] < 0)
-            n_match_cols = len(side.cont_cols) + len(side.cat_cols)
-            absent = k - n_match_cols
             dmin = D.min(axis=1) if m else np.full(b, np.inf)
-            gower = np.round(dmin / n_match_cols, 3)
-            adjusted = (gower * n_match_cols + absent) / k
-            per_table.append((t, D, dmin, adjusted))
+            per_table.append((t, D, dmin, _adjusted(dmin, side, k)))
         best = np.min(np.column_stack([a for *_, a in per_table]), axis=1)
         K = self.n_classes
         counts = np.zeros(b * K, dtype=np.int64)
-        first = np.full(b * K, np.iinfo(np.int64).max, dtype=np.int64)
+        first = np.full(b * K, _NONE, dtype=np.int64)
         offset = 0
         for t, D, dmin, adjusted in per_table:
             use = adjusted == best
@@ -176,11 +168,8 @@ class BestRowMatch:
             qn = np.empty((b, len(side.cont_cols)))
             scale = np.empty_like(qn)
             for j, col in enumerate(side.cont_cols):
-                qv = q.cont[q.cont_cols.index(col)][rows]
-                lo, hi = self._ranges[t][j]
-                span = np.fmax(qv, hi) - np.fmin(qv, lo)
-                qn[:, j] = qv
-                scale[:, j] = np.where(np.isfinite(span) & (span != 0), span, 1.0)
+                qn[:, j] = q.cont[q.cont_cols.index(col)][rows]
+                scale[:, j] = _scale(qn[:, j], *self._ranges[t][j])
             qc = np.empty((b, len(side.cat_cols)), dtype=np.int64)
             for j, col in enumerate(side.cat_cols):
                 qc[:, j] = q.cat[q.cat_cols.index(col)][rows]
@@ -190,15 +179,14 @@ class BestRowMatch:
             f_t = np.full((b, K), _NONE, dtype=np.int64)
             if m:
                 kernel(qn, scale, qc, cn, cc, self._secret[t], dmin, c_t, f_t)
-            n_match_cols = len(side.cont_cols) + len(side.cat_cols)
-            adjusted = (np.round(dmin / n_match_cols, 3) * n_match_cols + (k - n_match_cols)) / k
+            adjusted = _adjusted(dmin, side, k)
             nearer = adjusted < best
             counts[nearer] = 0
             first[nearer] = _NONE
             best = np.minimum(best, adjusted)
             use = (adjusted == best)[:, None] & (c_t > 0)
-            counts += np.where(use, c_t, 0)
-            first = np.where(use, np.minimum(first, np.where(use, f_t, 0) + offset), first)
+            counts[use] += c_t[use]
+            first[use] = np.minimum(first[use], f_t[use] + offset)
             offset += m
         return _modal(counts, first, best)
 
@@ -215,6 +203,20 @@ class BestRowMatch:
         return self._stacks[t]
 
 
+def _scale(qv: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Per target, a continuous column's range over the released table and the target's own
+    value (1 where it is 0 or unknown): the divisor of its Gower term."""
+    span = np.fmax(qv, hi) - np.fmin(qv, lo)
+    return np.where(np.isfinite(span) & (span != 0), span, 1.0)
+
+
+def _adjusted(dmin: np.ndarray, side: _Side, k: int) -> np.ndarray:
+    """The Gower distance of the nearest rows of a table, rounded to 3 decimals over the
+    columns it has, each known column it lacks counted as a mismatch (the package's rule)."""
+    n = len(side.cont_cols) + len(side.cat_cols)
+    return (np.round(dmin / n, 3) * n + (k - n)) / k
+
+
 def _compiled() -> Any:
     """The compiled kernel, or None without numba (the NumPy path gives the same result)."""
     return compiled(_nearest_secrets)
@@ -227,7 +229,7 @@ def _modal(counts2: np.ndarray, first2: np.ndarray, best: np.ndarray
     total = counts2.sum(axis=1)
     top = counts2.max(axis=1)
     # modal value; ties -> the value met first2 (table order, then row order)
-    tie_rank = np.where(counts2 == top[:, None], first2, np.iinfo(np.int64).max)
+    tie_rank = np.where(counts2 == top[:, None], first2, _NONE)
     pred = np.argmin(tie_rank, axis=1).astype(np.int64)
     ok = total > 0
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -32,6 +32,9 @@ from .names import LOST_MESSAGE, VERDICT_STATE_NAMES, WORK_POOL
 #: worker and its process gone (a host or container lost), no hook left to run
 HEARTBEAT_S = 30
 LOST_AFTER_S = 3 * HEARTBEAT_S
+#: the shortest silence ``riskgate deploy --lost-after`` accepts: two missed heartbeats, so that
+#: one late beat of a busy process never ends a living run
+MIN_LOST_AFTER_S = 2 * HEARTBEAT_S
 LOST_GATE_AUTOMATION = "riskgate: a gate run that stops beating ends ERROR"
 #: the events that show a gate run's process alive (or about to start): each arms the lost-run
 #: automation again for :data:`LOST_AFTER_S` seconds
@@ -166,11 +169,12 @@ def runner_deployments(config: str | None = None, cron: str = NIGHTLY_CRON) -> l
     return out
 
 
-def lost_gate_automation(deployment_ids: list[str]) -> Any:
+def lost_gate_automation(deployment_ids: list[str], lost_after_s: int = LOST_AFTER_S) -> Any:
     """The server-side half of "every crash still ends in a verdict" (issue 28): a gate run of
     these deployments that a worker has submitted (or that has sent a heartbeat) and that then
     sends nothing, no state on its way to running, no heartbeat, no final state, for
-    :data:`LOST_AFTER_S` seconds is set Crashed, named "Error", with the reason in its message
+    ``lost_after_s`` seconds (:data:`LOST_AFTER_S` unless ``riskgate deploy --lost-after``
+    says otherwise) is set Crashed, named "Error", with the reason in its message
     (the ERROR verdict's colour and name in the UI; ``emit-anonymized --wait`` exits 3), which
     triggers the ``lost-run-verdict`` deployment for the rest of the verdict. A run whose
     process died while its worker lives gets the full ERROR verdict (decision, event, tag)
@@ -188,7 +192,7 @@ def lost_gate_automation(deployment_ids: list[str]) -> Any:
     return Automation(
         name=LOST_GATE_AUTOMATION,
         description=("Created by riskgate deploy: a gate run whose process stopped sending "
-                     f"heartbeats for {LOST_AFTER_S} s (its worker and process lost) ends "
+                     f"heartbeats for {lost_after_s} s (its worker and process lost) ends "
                      "Crashed, named Error: the ERROR verdict."),
         enabled=True,
         trigger=EventTrigger(
@@ -209,11 +213,11 @@ def lost_gate_automation(deployment_ids: list[str]) -> Any:
             for_each={"prefect.resource.id"},
             posture=Posture.Proactive,
             threshold=1,
-            within=timedelta(seconds=LOST_AFTER_S),
+            within=timedelta(seconds=lost_after_s),
         ),
         actions=[ChangeFlowRunState(
             state=StateType.CRASHED, name="Error",
-            message=(f"ERROR: the gate run stopped sending heartbeats for {LOST_AFTER_S} s "
+            message=(f"ERROR: the gate run stopped sending heartbeats for {lost_after_s} s "
                      "(its worker and its process were lost) and reached no verdict: re-run "
                      "the gate (the lost-run-verdict deployment writes its ERROR decision)"))],
     )

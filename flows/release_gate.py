@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import threading
 import time
 import uuid
@@ -706,3 +707,18 @@ def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, con
              outcome.decision_url or "no decision written")
     _label_run(release_id, outcome.verdict)
     return final_state(outcome)
+
+
+def _in_a_flow_run_process() -> bool:
+    """This module was imported by a worker's (or ``riskgate serve``'s) flow-run process,
+    ``python -m prefect.engine``, which imports a deployment's flow before it begins the run."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", None) == "prefect.engine"
+
+
+if _in_a_flow_run_process():
+    # Great Expectations' helper from the flow's import on, not from the flow's first line:
+    # its import (2-3 s of CPU) then overlaps Prefect's loading of the run as well (1.5 s of a
+    # triggered gate's 9 s on an idle worker). A lost-run verdict's process starts one it
+    # does not use; it ends with that process.
+    warm_up()

@@ -44,6 +44,9 @@ os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{PREFECT_PORT}/api"
 os.environ["PREFECT_HOME"] = PREFECT_HOME_DIR
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ.setdefault("PREFECT_LOGGING_TO_API_BATCH_INTERVAL", "0.5")
+# the suite waits on verdict events some forty times: its server stores them every 0.5 s
+# (Prefect's default 5 s, a few seconds per wait)
+os.environ.setdefault("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL", "0.5")
 
 
 def shared_dir() -> Path:

@@ -43,6 +43,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                    "triggered gate's rules: its policy, original and output folder; a trigger "
                    "payload names only the release (release_id, released, control, checksums "
                    "and what the config's trigger.allow lists)")
+    d.add_argument("--lost-after", type=int, default=None, dest="lost_after",
+                   metavar="SECONDS", help="seconds without a heartbeat after which a gate run "
+                   "is declared lost with its worker and ends ERROR (at least 60: two of the "
+                   "30 s heartbeats; default 90, and a redeploy without it keeps the last)")
     d.set_defaults(handler=cmd_deploy)
 
     ds = sub.add_parser("deployments", parents=[common],
@@ -163,20 +167,28 @@ def ensure_work_pool(limit: int) -> bool:
         return False
 
 
-def install_lost_gate_automation() -> None:
+def install_lost_gate_automation(lost_after_s: int | None) -> int:
     """(Re)create the server's automation that ends a lost gate run ERROR (see
     :func:`riskgate.flows.deployments.lost_gate_automation`): every earlier one of that name is
-    deleted first, so that a redeploy leaves exactly one (each fired on its own)."""
+    deleted first, so that a redeploy leaves exactly one (each fired on its own). Without
+    ``lost_after_s`` the earlier one's silence is kept (a plain redeploy changes nothing), else
+    :data:`~riskgate.flows.deployments.LOST_AFTER_S`; returns the seconds installed."""
     from prefect.client.orchestration import get_client
 
-    from ..deployments import GATES, LOST_GATE_AUTOMATION, lost_gate_automation
+    from ..deployments import GATES, LOST_AFTER_S, LOST_GATE_AUTOMATION, lost_gate_automation
 
     with get_client(sync_client=True) as client:
         ids = [str(client.read_deployment_by_name(f"release-gate/{name}").id)
                for name in GATES]
-        for old in client.read_automations_by_name(LOST_GATE_AUTOMATION):
+        earlier = client.read_automations_by_name(LOST_GATE_AUTOMATION)
+        for old in earlier:
             client.delete_automation(old.id)
-    lost_gate_automation(ids).create()
+    if lost_after_s is None:
+        within = [getattr(old.trigger, "within", None) for old in earlier]
+        kept = [int(w.total_seconds()) for w in within if w is not None]
+        lost_after_s = kept[0] if kept else LOST_AFTER_S
+    lost_gate_automation(ids, lost_after_s).create()
+    return lost_after_s
 
 
 def set_nightly(config_url: str) -> None:
@@ -221,10 +233,14 @@ def set_trigger_config(config_url: str) -> None:
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
-    from ..deployments import LOST_AFTER_S
+    from ..deployments import LOST_AFTER_S, MIN_LOST_AFTER_S
     from ..limits import current_gate_limit, ensure_defaults
     from ..release_gate import NIGHTLY_CONFIG_VARIABLE, TRIGGER_CONFIG_VARIABLE
 
+    if args.lost_after is not None and args.lost_after < MIN_LOST_AFTER_S:
+        raise ConfigError(f"--lost-after: {args.lost_after} s is too short; give at least "
+                          f"{MIN_LOST_AFTER_S} s (two heartbeats), or leave it out for "
+                          f"{LOST_AFTER_S} s")
     url = api_url()
     path = Path(args.prefect_file)
     if not path.is_file():
@@ -245,9 +261,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             (done.stderr or done.stdout).strip()[-800:]))
     out.print("deployed: release-gate/nightly-recheck, release-gate/on-anonymization, "
               "riskgate-lost-run/lost-run-verdict")
-    install_lost_gate_automation()
+    lost_after = install_lost_gate_automation(args.lost_after)
     out.print("automation: a gate run lost with its worker ends Crashed 'Error' (ERROR) "
-              f"after {LOST_AFTER_S} s without a heartbeat; lost-run-verdict then writes its "
+              f"after {lost_after} s without a heartbeat; lost-run-verdict then writes its "
               "ERROR decision, event and tag on a living worker")
     kept = (None if args.nightly_config or args.no_nightly
             else _variable(NIGHTLY_CONFIG_VARIABLE))
@@ -372,7 +388,8 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
                        "occurred": {"since": since}}, "limit": 10}
     from ..local_api import auth_headers
 
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     headers = auth_headers()
     ended_at: float | None = None
     paused: dict[str, Any] | None = None
@@ -404,7 +421,8 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
                     f"the gate run {run.get('name')} ({run.get('id')}) ended "
                     f"{state.get('type')} without a verdict: "
                     f"{redact_text(str(state.get('message') or 'no message'))[:300]}"]}
-        time.sleep(2.0)
+        # a gate ends in seconds: ask often at first, then every 2 s for a long wait
+        time.sleep(0.5 if time.monotonic() - started < 60 else 2.0)
     if paused is not None:  # a person has not decided yet: that is the verdict so far
         return {"verdict": "NEEDS_REVIEW", "reasons": [
             f"the gate run {paused.get('name')} ({paused.get('id')}) still waits for a reviewer "

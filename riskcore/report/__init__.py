@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,10 @@ def how_to_read() -> dict[str, str]:
     return {f.name: f.how_to_read for f in FAMILIES}
 
 
+@functools.cache
 def _env() -> Environment:
+    """One environment per process: it keeps the compiled template (0.2 s to compile), so a
+    process that renders many reports (tests, ``riskgate serve``) compiles it once."""
     env = Environment(loader=FileSystemLoader(str(_TEMPLATES)),
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True, finalize=_shown)

@@ -111,6 +111,9 @@ def test_prefect_yaml_validates_and_entrypoints_import():
 
     assert lost["match"]["prefect.state-message"] == LOST_MESSAGE + "*"
     assert lost_gate_automation([]).actions[0].message.startswith(LOST_MESSAGE)
+    assert lost_gate_automation([]).trigger.within.total_seconds() == 90
+    assert lost_gate_automation([], 75).trigger.within.total_seconds() == 75
+    assert "for 75 s" in lost_gate_automation([], 75).actions[0].message
     scheduled = next(d for d in deployments if d["name"] == "nightly-recheck")
     assert scheduled["schedules"][0]["active"] is False  # until its config URL is set
     assert scheduled["parameters"] == {"config": None}

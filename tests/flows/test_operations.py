@@ -76,9 +76,13 @@ def ops(prefect_server, s3, tmp_path_factory):
     client.put_object(Bucket="ops-config", Key="gate-review.yaml",
                       Body=yaml.safe_dump(review).encode())
 
-    deployed = _run(RISKGATE + ["deploy", "--trigger-config", PINNED], env)
+    # a lost run is declared after 60 s, the shortest deploy accepts (90 s by default): every
+    # later deploy of the module keeps it, and the lost-run test waits a half minute less
+    deployed = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--lost-after",
+                                str(LOST_AFTER_TEST_S)], env)
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
     assert "triggered gate: config pinned" in deployed.stdout
+    assert f"after {LOST_AFTER_TEST_S} s without a heartbeat" in deployed.stdout
     assert _run(RISKGATE + ["limits", "--gate", "5"], env).returncode == 0
     workers: list[subprocess.Popen] = []
 
@@ -106,6 +110,7 @@ def ops(prefect_server, s3, tmp_path_factory):
 
 
 PINNED = "s3://ops-config/gate.yaml"
+LOST_AFTER_TEST_S = 60
 
 
 @contextmanager
@@ -702,11 +707,19 @@ def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
     assert active()
     off = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--no-nightly"], ops["env"])
     assert off.returncode == 0 and "deactivated" in off.stdout and not active()
-    # each deploy replaced the lost-run automation: one left, not one per deploy (each fired)
+    # each deploy replaced the lost-run automation: one left, not one per deploy (each fired),
+    # and without --lost-after each kept the module's silence (the lost-run test relies on it)
     from riskgate.flows.deployments import LOST_GATE_AUTOMATION
 
     with get_client(sync_client=True) as client:
-        assert len(client.read_automations_by_name(LOST_GATE_AUTOMATION)) == 1
+        automations = client.read_automations_by_name(LOST_GATE_AUTOMATION)
+    assert len(automations) == 1
+    assert automations[0].trigger.within.total_seconds() == LOST_AFTER_TEST_S
+    assert f"after {LOST_AFTER_TEST_S} s without a heartbeat" in plain.stdout
+    short = _run(RISKGATE + ["deploy", "--lost-after", "45"], ops["env"])
+    assert short.returncode != 0 and "--lost-after: 45 s is too short" in short.stderr, \
+        short.stdout + short.stderr
+    assert "Traceback" not in short.stderr
 
 
 def test_history_lists_a_releases_runs_newest_first(ops):
@@ -730,7 +743,8 @@ def test_a_run_lost_with_its_worker_ends_error(ops):
     gate's process together (a lost host or container). Killing the worker alone ends the gate
     at its next line of output, through the crash hook (its output pipe breaks); with both gone, no
     hook runs, and the server's automation (riskgate deploy) ends the run Crashed "Error" once
-    its heartbeats stop for 90 s; emit-anonymized --wait exits 3; that state triggers the
+    its heartbeats stop for 60 s (the module deploys with --lost-after 60; 90 s by default);
+    emit-anonymized --wait exits 3; that state triggers the
     lost-run-verdict deployment on the next living worker, which writes the ERROR decision,
     event and tag. A run lost while its worker was starting it (Pending: it never beat, seen
     in the ops walk-through) is declared lost too. Last in the module: it starts the module's
@@ -741,7 +755,7 @@ def test_a_run_lost_with_its_worker_ends_error(ops):
     from prefect.client.orchestration import get_client
     from prefect.states import Pending
 
-    from riskgate.flows.deployments import LOST_AFTER_S, LOST_MESSAGE
+    from riskgate.flows.deployments import LOST_MESSAGE
 
     with get_client(sync_client=True) as client:  # submitted by a worker that then died
         dep = client.read_deployment_by_name("release-gate/on-anonymization")
@@ -754,7 +768,7 @@ def test_a_run_lost_with_its_worker_ends_error(ops):
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     try:
-        out, _ = waiting.communicate(timeout=LOST_AFTER_S + 90)
+        out, _ = waiting.communicate(timeout=LOST_AFTER_TEST_S + 90)
     finally:
         ops["start_worker"]()
     assert waiting.returncode == 3, out

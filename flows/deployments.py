@@ -180,8 +180,8 @@ def lost_gate_automation(deployment_ids: list[str], lost_after_s: int = LOST_AFT
     process died while its worker lives gets the full ERROR verdict (decision, event, tag)
     from the flow's ``on_crashed`` hook instead; this automation is for the run that nothing
     on the worker's side survives. Only the deployments' runs are
-    watched: a command-line gate beats every 180 s (Prefect's default) and is never declared
-    lost."""
+    watched: a command-line gate sends no heartbeats (``riskgate gate`` turns Prefect's default
+    off) and is never declared lost."""
     from datetime import timedelta
 
     from prefect.automations import Automation

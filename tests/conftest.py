@@ -259,9 +259,11 @@ def outcome_of(state: Any) -> dict[str, Any]:
 def run_gate_flow(config: Any, **kwargs: Any) -> dict[str, Any]:
     """Run the release-gate flow in this process (against the suite's Prefect server) and
     return its outcome, with the final state's type and name added."""
+    from riskgate.flows.cli.gate import without_default_heartbeats
     from riskgate.flows.release_gate import release_gate
 
-    state = release_gate(config=config, return_state=True, **kwargs)
+    with without_default_heartbeats():  # as riskgate gate runs it
+        state = release_gate(config=config, return_state=True, **kwargs)
     return {**outcome_of(state), "state_type": state.type.value, "state_name": state.name}
 
 

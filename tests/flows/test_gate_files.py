@@ -101,6 +101,39 @@ def test_gate_publishes_artifacts_and_verdict_event(example_files, tmp_path):
         assert run.name == "artifact-check-APPROVED"
 
 
+def test_a_command_line_gate_beats_only_when_asked(example_files, tmp_path):
+    """riskgate gate sends no heartbeats at Prefect's default frequency (nothing reads them,
+    and the engine waited up to 1 s for its heartbeat thread at the end of every gate); a
+    frequency the user sets is kept."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    def run(release: str) -> str:
+        cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                          str(tmp_path / "out"), release_id=release)
+        return run_gate_flow(cfg)["decision_url"].split("/")[-2]
+
+    quiet = run("beats-default")
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 30}):
+        beating = run("beats-asked")
+
+    def beats(run_id: str) -> int:
+        with get_client(sync_client=True) as client:
+            return len(client.read_events(EventFilter(
+                event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
+                resource=EventResourceFilter(id=[f"prefect.flow-run.{run_id}"])),
+                limit=10).events)
+
+    deadline = time.monotonic() + 30
+    while not beats(beating) and time.monotonic() < deadline:  # delivered asynchronously
+        time.sleep(0.5)
+    assert beats(beating) >= 1  # the first beat is sent as the run starts
+    assert beats(quiet) == 0
+
+
 def _dirty_case(kind: str, files: dict[str, Path], tmp: Path) -> Path:
     released = files["released"].read_bytes()
     path = tmp / f"released_{kind}.csv"

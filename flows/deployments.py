@@ -37,7 +37,7 @@ LOST_AFTER_S = 3 * HEARTBEAT_S
 MIN_LOST_AFTER_S = 2 * HEARTBEAT_S
 LOST_GATE_AUTOMATION = "riskgate: a gate run that stops beating ends ERROR"
 #: the events that show a gate run's process alive (or about to start): each arms the lost-run
-#: automation again for :data:`LOST_AFTER_S` seconds
+#: automation again for its silence (:data:`LOST_AFTER_S`, or ``riskgate deploy --lost-after``)
 ALIVE_EVENTS = ("prefect.flow-run.Pending", "prefect.flow-run.Submitting",
                 "prefect.flow-run.Running", "prefect.flow-run.heartbeat")
 ENTRYPOINT = "riskgate.flows.release_gate.release_gate"

@@ -110,12 +110,14 @@ def without_default_heartbeats() -> Any:
     cases, most of them a gate: 64 s with heartbeats, 39-40 s without)."""
     from contextlib import nullcontext
 
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-    from prefect.settings.models.flows import FlowsSettings
+    from prefect.settings import (
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+        get_current_settings,
+        temporary_settings,
+    )
 
-    default = FlowsSettings.model_fields["heartbeat_frequency"].default
-    if PREFECT_FLOWS_HEARTBEAT_FREQUENCY.value() != default:
-        return nullcontext()
+    if "heartbeat_frequency" in get_current_settings().flows.model_fields_set:
+        return nullcontext()  # set by the user (environment, profile), even to the default
     return temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
 
 

@@ -92,8 +92,16 @@ def gate_config(folder: Path, fmt: str, out: Path, families: str = "equivalence"
 
 
 def _work(timings: dict) -> float:
-    """A gate's data work: its stages' own work (load, validate, encode, measures)."""
-    return sum(timings.get(k, 0.0) for k in ("load", "validate", "encode", "measures"))
+    """A gate's data work: its stages' own work (load, validate, encode, measures), the wall
+    time they took: the encoding's part that ran beside the checks counted once."""
+    return sum(timings.get(k, 0.0) for k in ("load", "validate", "encode", "measures")
+               ) - timings.get("encode_beside", 0.0)
+
+
+def _timed(timings: dict) -> float:
+    """The wall time a run's timings cover (the encoding beside the checks counted once)."""
+    return sum(v for k, v in timings.items() if k != "encode_beside") - timings.get(
+        "encode_beside", 0.0)
 
 
 def limit_seconds(folder: Path, fmt: str) -> float:
@@ -192,8 +200,8 @@ def main() -> None:
             wall, rss_kb, decision, rc = min(tries, key=lambda r: _work(r[2]["timings"]))
             t = decision["timings"]
             stages = [t.get(k, 0.0) for k in ("load", "gx_start", "validate", "encode",
-                                               "measures", "task_runs")]
-            prefect = wall - sum(t.values())
+                                               "encode_beside", "measures", "task_runs")]
+            prefect = wall - _timed(t)
             work = _work(t)
             rss_mb = rss_kb / 1024
             rows.append([f"{n:,}", fmt, families, decision["verdict"],
@@ -209,12 +217,13 @@ def main() -> None:
     text = print_table(
         "the gate per stage (seconds; gx start = what the checks waited for Great "
         "Expectations' one-off import in its helper process; each stage is the span of its "
-        "own work, task runs = what Prefect's task runs around it added; prefect = wall minus "
+        "own work; beside = the part of the encoding that ran beside the checks; task "
+        "runs = what Prefect's task runs around it added; prefect = wall minus "
         "those: process start, flow, report and writes, artifacts, events), next to the limit "
-        "(pyarrow read + one group-by; data work = load + validate + encode + measures, "
+        "(pyarrow read + one group-by; data work = load + validate + encode - beside + measures, "
         "targets at 1M rows: 4x Parquet, 5x CSV) and peak RSS against the encoded tables",
         ["rows", "format", "families", "verdict", "load", "gx start", "validate", "encode",
-         "measures", "task runs",
+         "beside", "measures", "task runs",
          "prefect",
          "wall", "data work", "limit", "data work/limit", "wall/limit", "peak RSS MB",
          "encoded MB", "RSS/encoded"],

@@ -200,6 +200,13 @@ class PrefectSteps:
     def encode(self, gate: Gate, frames: dict[str, pd.DataFrame]) -> MeasureInputs:
         return _result(encode_inputs.submit(Held(gate), Held(frames)))  # type: ignore[no-any-return]
 
+    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame]
+                     ) -> Callable[[], MeasureInputs]:
+        """The encode task, submitted to run beside the validate task (it reads the same
+        frames, changes none); the call waits for its result."""
+        future = encode_inputs.submit(Held(gate), Held(frames))
+        return lambda: _result(future)  # type: ignore[no-any-return]
+
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]:
         futures = {name: run_family.submit(name, Held(inputs), Held(params))

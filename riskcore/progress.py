@@ -100,9 +100,13 @@ class WorkSpans:
     def pop(self, step: str) -> float | None:
         """Seconds from the step's first start to its last end (None: nothing recorded), and
         forget it."""
-        with self._lock:
-            span = self._spans.pop(step, None)
+        span = self.pop_span(step)
         return None if span is None else span[1] - span[0]
+
+    def pop_span(self, step: str) -> tuple[float, float] | None:
+        """The step's first start and last end (None: nothing recorded), and forget it."""
+        with self._lock:
+            return self._spans.pop(step, None)
 
 
 _work: ContextVar[WorkSpans | None] = ContextVar("riskgate_work_spans", default=None)

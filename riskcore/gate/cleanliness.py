@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -443,7 +444,12 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
                      [sp for sp in specs if sp.kind in COLUMN_LEVEL]))
     value_jobs = _value_jobs(_shared_columns(tables))
     jobs.extend((name, frame, specs) for name, frame, specs, _, _ in value_jobs)
-    suites, waited = _run_suites(jobs)
+    # riskgate's own preconditions are computed while Great Expectations runs in its helper
+    # process (this thread then only waits on the helper's pipe)
+    with ThreadPoolExecutor(1, thread_name_prefix="riskgate-preconditions") as pool:
+        preconditions = pool.submit(_preconditions, frames, roles, types)
+        suites, waited = _run_suites(jobs)
+        own = preconditions.result()
 
     found: dict[tuple[str, tuple[str, str, Any]], CheckResult] = {}
     by_name = {t: (values, {sp.key: sp.label for sp in specs}) for t, values, specs in tables}
@@ -469,7 +475,7 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
                                                                labels)
     results = [found.get((table, sp.key)) or _no_result(table, sp)
                for table, values, specs in tables for sp in _in_frame_order(values, specs)]
-    results.extend(_preconditions(frames, roles, types))
+    results.extend(own)
     return CleanlinessReport(checks=tuple(results),
                              declared_types={k: v.value for k, v in types.items()},
                              gx_start_wait=waited)

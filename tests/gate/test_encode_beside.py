@@ -1,0 +1,87 @@
+"""The encoding runs beside the cleanliness checks when the steps can (issue 29), and the
+checks still decide: unclean data is REJECTED for what the checks found, whatever the
+encoding beside them gave, and a run never ends with the encoding still going."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from riskcore.errors import InputError
+from riskcore.gate.cleanliness import CleanlinessReport
+from riskcore.gate.config import Gate, load_gate
+from riskcore.gate.run import LocalSteps, encode_measured, run_gate
+from riskcore.measures import MeasureInputs
+from tests.conftest import gate_config
+
+
+class Beside(LocalSteps):
+    """LocalSteps that start the encoding before the checks and say in which order things
+    happened; ``fail_encoding`` makes the encoding raise, as unclean data can make it."""
+
+    def __init__(self, fail_encoding: bool = False) -> None:
+        self.calls: list[str] = []
+        self.fail_encoding = fail_encoding
+
+    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame]
+                     ) -> Callable[[], MeasureInputs]:
+        self.calls.append("start_encode")
+
+        def result() -> MeasureInputs:
+            self.calls.append("encode_result")
+            if self.fail_encoding:
+                raise InputError("column 'age' of table 'released' holds text")
+            return encode_measured(gate, frames)
+        return result
+
+    def validate(self, gate: Gate, frames: dict[str, pd.DataFrame]) -> CleanlinessReport:
+        self.calls.append("validate")
+        return super().validate(gate, frames)
+
+    def encode(self, gate: Gate, frames: dict[str, Any]) -> MeasureInputs:
+        raise AssertionError("a step that can start the encoding is never asked to encode")
+
+
+def _decision(outcome: Any) -> dict[str, Any]:
+    return json.loads(Path(outcome.decision_url).read_text())  # type: ignore[no-any-return]
+
+
+def test_the_encoding_beside_the_checks_gives_the_same_figures(example_files, tmp_path):
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"))
+    alone = run_gate(load_gate(cfg), "run-alone", steps=LocalSteps())
+    steps = Beside()
+    beside = run_gate(load_gate(cfg), "run-beside", steps=steps)
+    assert steps.calls == ["start_encode", "validate", "encode_result"]
+    assert beside.verdict == alone.verdict and beside.checks == alone.checks
+    timings = _decision(beside)["timings"]
+    assert "encode_beside" in timings and 0.0 <= timings["encode_beside"] <= timings["encode"]
+    assert "encode_beside" not in _decision(alone)["timings"]
+
+
+def test_unclean_data_is_rejected_for_the_checks_whatever_the_encoding_gave(
+        example_files, tmp_path):
+    released = pd.read_csv(example_files["released"], dtype=str)
+    released.loc[3, "region"] = "no\x07rth"  # a control character: the checks fail
+    path = tmp_path / "released.csv"
+    released.to_csv(path, index=False)
+    cfg = gate_config(str(example_files["original"]), str(path), str(tmp_path / "out"))
+    steps = Beside(fail_encoding=True)
+    outcome = run_gate(load_gate(cfg), "run-unclean", steps=steps)
+    assert outcome.verdict == "REJECTED"
+    assert any("no control or non-printable characters" in r for r in outcome.reasons)
+    assert not any("holds text" in r for r in outcome.reasons)
+    # the encoding was waited for (nothing keeps running after the verdict), then dropped
+    assert steps.calls == ["start_encode", "validate", "encode_result"]
+
+
+def test_an_encoding_error_of_clean_data_is_the_run_s_error(example_files, tmp_path):
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"))
+    outcome = run_gate(load_gate(cfg), "run-error", steps=Beside(fail_encoding=True))
+    assert outcome.verdict == "ERROR"
+    assert any("holds text" in r for r in outcome.reasons)

@@ -190,9 +190,10 @@ class DistinctValues:
             count = np.bincount(c[c >= 0] if missing else c, minlength=len(uniques))
             used = np.flatnonzero(count)
             if used.size == len(uniques):  # every value used: the codes are already these
-                codes[str(col)] = c.astype(np.int64, copy=False)
+                codes[str(col)] = c  # in their own (narrow) integer type: no copy
             else:
-                remap = np.full(len(uniques) + 1, -1, dtype=np.int64)
+                remap = np.full(len(uniques) + 1, -1, dtype=np.int32 if used.size < 2**31
+                                else np.int64)
                 remap[used] = np.arange(used.size)
                 codes[str(col)] = remap[c]
             counts[str(col)] = count[used]

@@ -51,7 +51,15 @@ from riskcore.errors import ConfigError, RiskgateError
 from riskcore.gate.cleanliness import CleanlinessReport, warm_up
 from riskcore.gate.config import Gate, config_mapping, load_gate
 from riskcore.gate.policy import CheckVerdict, Decision, Verdict
-from riskcore.gate.run import RunOutcome, error_outcome, error_record, now_iso, run_gate, write_run
+from riskcore.gate.run import (
+    ChecksOutcome,
+    RunOutcome,
+    error_outcome,
+    error_record,
+    now_iso,
+    run_gate,
+    write_run,
+)
 from riskcore.gate.tables import TableInfo
 from riskcore.gate.trigger import (
     RELEASE_ID_PATTERN,
@@ -68,7 +76,7 @@ from riskcore.signing import Signer, signer_from_environment
 from riskcore.storage import check_storage_options, join_url
 from riskgate.tasks.common import Held
 from riskgate.tasks.io import load_table, resolve_storage_options, write_outputs
-from riskgate.tasks.measure import encode_inputs, run_family
+from riskgate.tasks.measure import encode_beside_checks, encode_inputs, run_family
 from riskgate.tasks.tell import check_line, emit_verdict, publish
 from riskgate.tasks.validate import validate_inputs
 
@@ -200,11 +208,11 @@ class PrefectSteps:
     def encode(self, gate: Gate, frames: dict[str, pd.DataFrame]) -> MeasureInputs:
         return _result(encode_inputs.submit(Held(gate), Held(frames)))  # type: ignore[no-any-return]
 
-    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame]
-                     ) -> Callable[[], MeasureInputs]:
+    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame],
+                     checks: ChecksOutcome) -> Callable[[], MeasureInputs]:
         """The encode task, submitted to run beside the validate task (it reads the same
-        frames, changes none); the call waits for its result."""
-        future = encode_inputs.submit(Held(gate), Held(frames))
+        frames, changes none; :func:`encode_beside_checks`); the call waits for its result."""
+        future = encode_beside_checks.submit(Held(gate), Held(frames), Held(checks))
         return lambda: _result(future)  # type: ignore[no-any-return]
 
     def measures(self, gate: Gate, inputs: MeasureInputs

@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import platform
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -311,6 +312,30 @@ def report_link(report_url: str | None, gate: Gate, options: Mapping[str, Any] |
 
 
 # ---------------------------------------------------------------- the sequence
+#: how long an encoding that failed beside the checks waits to learn their outcome before its
+#: error stands (a safety net: the sequence always tells, on every path)
+CHECKS_WAIT_S = 600.0
+
+
+class ChecksOutcome:
+    """Whether a run's cleanliness checks passed, told once by the sequence to the encoding
+    that runs beside them. An encoding that fails asks it: when the checks failed too, the
+    data they rejected is what broke it, and the step ends as not needed rather than failed
+    (what ops see in the Prefect UI: the checks' REJECTED, not a failed encode)."""
+
+    def __init__(self) -> None:
+        self._told = threading.Event()
+        self._passed = False
+
+    def tell(self, passed: bool) -> None:
+        self._passed = passed
+        self._told.set()
+
+    def passed(self, timeout: float = CHECKS_WAIT_S) -> bool:
+        """The checks' outcome, waiting for it; True (the error stands) if never told."""
+        return self._passed if self._told.wait(timeout) else True
+
+
 class Steps(Protocol):
     """How each step runs: in this process, or as orchestrated tasks. Steps whose ``encode``
     gives a table of distinct rows (a partitioned table) also have ``write_per_record``
@@ -323,9 +348,10 @@ class Steps(Protocol):
 
     def encode(self, gate: Gate, frames: Frames) -> MeasureInputs: ...
 
-    # optional: ``start_encode(gate, frames)`` starts :meth:`encode` beside :meth:`validate`
-    # and returns the call that waits for its result (PrefectSteps); without it, the encoding
-    # runs after the checks pass
+    # optional: ``start_encode(gate, frames, checks)`` starts :meth:`encode` beside
+    # :meth:`validate` and returns the call that waits for its result (PrefectSteps);
+    # ``checks`` (:class:`ChecksOutcome`) is told whether the checks passed. Without it, the
+    # encoding runs after the checks pass
 
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]: ...
@@ -572,13 +598,19 @@ def _sequence(run: _Run) -> Decision:
     # is used only if the checks pass; issue 29: 0.25-0.35 s of a 1M-row gate's data work)
     since = time.perf_counter()
     start_encode = getattr(steps, "start_encode", None)
-    encoding = start_encode(gate, frames) if start_encode is not None else None
+    checks = ChecksOutcome()
+    encoding = start_encode(gate, frames, checks) if start_encode is not None else None
     try:
         report = run.timed("validate", lambda: steps.validate(gate, frames))
     except Exception as exc:
+        checks.tell(False)
         if not isinstance(exc, Terminated):  # asked to stop: leave now, not after encoding
             _discard(encoding)
         raise
+    except BaseException:
+        checks.tell(False)
+        raise
+    checks.tell(report.success)
     # GX's one-off start-up, when the checks had to wait for it, is its own figure
     waited = min(float(getattr(report, "gx_start_wait", 0.0)), run.timings["validate"])
     if waited > 0:
@@ -702,6 +734,6 @@ def error_record(release_id: str, run_id: str, message: str,
     return redact(to_jsonable(doc))  # type: ignore[no-any-return]
 
 
-__all__ = ["ConfigError", "InputError", "LocalSteps", "RunOutcome", "Steps", "encode",
-           "error_outcome", "error_record", "load_input", "measure", "run_gate", "validate",
-           "write_run"]
+__all__ = ["ChecksOutcome", "ConfigError", "InputError", "LocalSteps", "RunOutcome", "Steps",
+           "encode", "error_outcome", "error_record", "load_input", "measure", "run_gate",
+           "validate", "write_run"]

@@ -14,7 +14,7 @@ import pandas as pd
 from riskcore.errors import InputError
 from riskcore.gate.cleanliness import CleanlinessReport
 from riskcore.gate.config import Gate, load_gate
-from riskcore.gate.run import LocalSteps, encode_measured, run_gate
+from riskcore.gate.run import ChecksOutcome, LocalSteps, encode_measured, run_gate
 from riskcore.measures import MeasureInputs
 from tests.conftest import gate_config
 
@@ -27,12 +27,12 @@ class Beside(LocalSteps):
         self.calls: list[str] = []
         self.fail_encoding = fail_encoding
 
-    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame]
-                     ) -> Callable[[], MeasureInputs]:
+    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame],
+                     checks: ChecksOutcome) -> Callable[[], MeasureInputs]:
         self.calls.append("start_encode")
 
         def result() -> MeasureInputs:
-            self.calls.append("encode_result")
+            self.calls.append(f"encode_result, checks passed: {checks.passed(timeout=0)}")
             if self.fail_encoding:
                 raise InputError("column 'age' of table 'released' holds text")
             return encode_measured(gate, frames)
@@ -56,7 +56,7 @@ def test_the_encoding_beside_the_checks_gives_the_same_figures(example_files, tm
     alone = run_gate(load_gate(cfg), "run-alone", steps=LocalSteps())
     steps = Beside()
     beside = run_gate(load_gate(cfg), "run-beside", steps=steps)
-    assert steps.calls == ["start_encode", "validate", "encode_result"]
+    assert steps.calls == ["start_encode", "validate", "encode_result, checks passed: True"]
     assert beside.verdict == alone.verdict and beside.checks == alone.checks
     timings = _decision(beside)["timings"]
     assert "encode_beside" in timings and 0.0 <= timings["encode_beside"] <= timings["encode"]
@@ -75,8 +75,9 @@ def test_unclean_data_is_rejected_for_the_checks_whatever_the_encoding_gave(
     assert outcome.verdict == "REJECTED"
     assert any("no control or non-printable characters" in r for r in outcome.reasons)
     assert not any("holds text" in r for r in outcome.reasons)
-    # the encoding was waited for (nothing keeps running after the verdict), then dropped
-    assert steps.calls == ["start_encode", "validate", "encode_result"]
+    # the encoding was told the checks failed, waited for (nothing keeps running after the
+    # verdict), then dropped
+    assert steps.calls == ["start_encode", "validate", "encode_result, checks passed: False"]
 
 
 def test_an_encoding_error_of_clean_data_is_the_run_s_error(example_files, tmp_path):
@@ -85,3 +86,10 @@ def test_an_encoding_error_of_clean_data_is_the_run_s_error(example_files, tmp_p
     outcome = run_gate(load_gate(cfg), "run-error", steps=Beside(fail_encoding=True))
     assert outcome.verdict == "ERROR"
     assert any("holds text" in r for r in outcome.reasons)
+
+
+def test_an_encoding_is_told_the_checks_outcome_on_every_path():
+    checks = ChecksOutcome()
+    assert checks.passed(timeout=0) is True  # never told: an encoding's error stands
+    checks.tell(False)
+    assert checks.passed() is False

@@ -52,8 +52,10 @@ from riskcore.gate.cleanliness import CleanlinessReport, warm_up
 from riskcore.gate.config import Gate, config_mapping, load_gate
 from riskcore.gate.policy import CheckVerdict, Decision, Verdict
 from riskcore.gate.run import (
+    Beside,
     ChecksOutcome,
     RunOutcome,
+    encode_measured,
     error_outcome,
     error_record,
     now_iso,
@@ -76,7 +78,7 @@ from riskcore.signing import Signer, signer_from_environment
 from riskcore.storage import check_storage_options, join_url
 from riskgate.tasks.common import Held
 from riskgate.tasks.io import load_table, resolve_storage_options, write_outputs
-from riskgate.tasks.measure import encode_beside_checks, encode_inputs, run_family
+from riskgate.tasks.measure import encode_beside, encode_inputs, run_family
 from riskgate.tasks.tell import check_line, emit_verdict, publish
 from riskgate.tasks.validate import validate_inputs
 
@@ -210,10 +212,17 @@ class PrefectSteps:
 
     def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame],
                      checks: ChecksOutcome) -> Callable[[], MeasureInputs]:
-        """The encode task, submitted to run beside the validate task (it reads the same
-        frames, changes none; :func:`encode_beside_checks`); the call waits for its result."""
-        future = encode_beside_checks.submit(Held(gate), Held(frames), Held(checks))
-        return lambda: _result(future)  # type: ignore[no-any-return]
+        """The encoding, begun now in a thread beside the validate task (it reads the same
+        frames, changes none). Once the checks pass, the encode task shows the rest of it and
+        fails with its error (:func:`encode_beside`); when they fail, no encode task runs, as
+        when the encoding followed the checks, and what the thread gave is dropped."""
+        work = Beside(lambda: encode_measured(gate, frames), name="riskgate-encode")
+
+        def result() -> MeasureInputs:
+            if checks.passed(timeout=0):
+                return _result(encode_beside.submit(Held(work)))  # type: ignore[no-any-return]
+            return work.wait()
+        return result
 
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]:

@@ -10,6 +10,7 @@ never written again. Everything written passes :func:`riskcore.redact.redact`.
 
 from __future__ import annotations
 
+import contextvars
 import io
 import json
 import logging
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -312,16 +313,16 @@ def report_link(report_url: str | None, gate: Gate, options: Mapping[str, Any] |
 
 
 # ---------------------------------------------------------------- the sequence
-#: how long an encoding that failed beside the checks waits to learn their outcome before its
-#: error stands (a safety net: the sequence always tells, on every path)
+#: how long the checks' outcome is waited for before an encoding's error stands (a safety net:
+#: the sequence always tells, on every path)
 CHECKS_WAIT_S = 600.0
 
 
 class ChecksOutcome:
-    """Whether a run's cleanliness checks passed, told once by the sequence to the encoding
-    that runs beside them. An encoding that fails asks it: when the checks failed too, the
-    data they rejected is what broke it, and the step ends as not needed rather than failed
-    (what ops see in the Prefect UI: the checks' REJECTED, not a failed encode)."""
+    """Whether a run's cleanliness checks passed, told once by the sequence (on every path) to
+    the encoding that runs beside them: PrefectSteps then shows it as the encode task only if
+    they passed (unclean data never shows a failed encode in the Prefect UI; the verdict is
+    the checks' REJECTED)."""
 
     def __init__(self) -> None:
         self._told = threading.Event()
@@ -334,6 +335,37 @@ class ChecksOutcome:
     def passed(self, timeout: float = CHECKS_WAIT_S) -> bool:
         """The checks' outcome, waiting for it; True (the error stands) if never told."""
         return self._passed if self._told.wait(timeout) else True
+
+
+T = TypeVar("T")
+
+
+class Beside(Generic[T]):
+    """Work begun in a thread beside a step (the encoding beside the checks). The thread runs
+    in a copy of the caller's context, so its work spans reach the run's record; ``wait``
+    gives the work's value or raises its error."""
+
+    def __init__(self, fn: Callable[[], T], name: str = "riskgate-beside") -> None:
+        self._done = threading.Event()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(self._run, fn), name=name,
+                         daemon=True).start()
+
+    def _run(self, fn: Callable[[], T]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # handed to whoever waits
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def wait(self) -> T:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
 
 
 class Steps(Protocol):
@@ -734,6 +766,6 @@ def error_record(release_id: str, run_id: str, message: str,
     return redact(to_jsonable(doc))  # type: ignore[no-any-return]
 
 
-__all__ = ["ChecksOutcome", "ConfigError", "InputError", "LocalSteps", "RunOutcome", "Steps",
-           "encode", "error_outcome", "error_record", "load_input", "measure", "run_gate",
+__all__ = ["Beside", "ChecksOutcome", "ConfigError", "InputError", "LocalSteps", "RunOutcome",
+           "Steps", "encode", "error_outcome", "error_record", "load_input", "measure", "run_gate",
            "validate", "write_run"]

@@ -19,7 +19,7 @@ from riskcore.measures import MeasureInputs
 from tests.conftest import gate_config
 
 
-class Beside(LocalSteps):
+class EncodesBeside(LocalSteps):
     """LocalSteps that start the encoding before the checks and say in which order things
     happened; ``fail_encoding`` makes the encoding raise, as unclean data can make it."""
 
@@ -54,7 +54,7 @@ def test_the_encoding_beside_the_checks_gives_the_same_figures(example_files, tm
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
                       str(tmp_path / "out"))
     alone = run_gate(load_gate(cfg), "run-alone", steps=LocalSteps())
-    steps = Beside()
+    steps = EncodesBeside()
     beside = run_gate(load_gate(cfg), "run-beside", steps=steps)
     assert steps.calls == ["start_encode", "validate", "encode_result, checks passed: True"]
     assert beside.verdict == alone.verdict and beside.checks == alone.checks
@@ -70,7 +70,7 @@ def test_unclean_data_is_rejected_for_the_checks_whatever_the_encoding_gave(
     path = tmp_path / "released.csv"
     released.to_csv(path, index=False)
     cfg = gate_config(str(example_files["original"]), str(path), str(tmp_path / "out"))
-    steps = Beside(fail_encoding=True)
+    steps = EncodesBeside(fail_encoding=True)
     outcome = run_gate(load_gate(cfg), "run-unclean", steps=steps)
     assert outcome.verdict == "REJECTED"
     assert any("no control or non-printable characters" in r for r in outcome.reasons)
@@ -83,7 +83,7 @@ def test_unclean_data_is_rejected_for_the_checks_whatever_the_encoding_gave(
 def test_an_encoding_error_of_clean_data_is_the_run_s_error(example_files, tmp_path):
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
                       str(tmp_path / "out"))
-    outcome = run_gate(load_gate(cfg), "run-error", steps=Beside(fail_encoding=True))
+    outcome = run_gate(load_gate(cfg), "run-error", steps=EncodesBeside(fail_encoding=True))
     assert outcome.verdict == "ERROR"
     assert any("holds text" in r for r in outcome.reasons)
 
@@ -93,3 +93,29 @@ def test_an_encoding_is_told_the_checks_outcome_on_every_path():
     assert checks.passed(timeout=0) is True  # never told: an encoding's error stands
     checks.tell(False)
     assert checks.passed() is False
+
+
+def test_work_beside_records_its_span_and_hands_over_its_error():
+    """The thread runs in the caller's context (its work span reaches the run's record) and
+    its error is raised by whoever waits."""
+    import pytest
+
+    from riskcore import progress
+    from riskcore.gate.run import Beside
+
+    spans = progress.WorkSpans()
+
+    def encode() -> int:
+        with progress.working("encode"):
+            return 7
+
+    with progress.recording(spans):
+        work = Beside(encode)
+        assert work.wait() == 7
+    assert spans.pop("encode") is not None
+
+    def broken() -> int:
+        raise InputError("column 'age' of table 'released' holds text")
+
+    with pytest.raises(InputError, match="holds text"):
+        Beside(broken).wait()

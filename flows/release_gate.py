@@ -53,7 +53,6 @@ from riskcore.gate.config import Gate, config_mapping, load_gate
 from riskcore.gate.policy import CheckVerdict, Decision, Verdict
 from riskcore.gate.run import (
     Beside,
-    ChecksOutcome,
     RunOutcome,
     encode_measured,
     error_outcome,
@@ -210,16 +209,23 @@ class PrefectSteps:
     def encode(self, gate: Gate, frames: dict[str, pd.DataFrame]) -> MeasureInputs:
         return _result(encode_inputs.submit(Held(gate), Held(frames)))  # type: ignore[no-any-return]
 
-    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame],
-                     checks: ChecksOutcome) -> Callable[[], MeasureInputs]:
+    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame]
+                     ) -> Callable[[bool], MeasureInputs] | None:
         """The encoding, begun now in a thread beside the validate task (it reads the same
         frames, changes none). Once the checks pass, the encode task shows the rest of it and
         fails with its error (:func:`encode_beside`); when they fail, no encode task runs, as
-        when the encoding followed the checks, and what the thread gave is dropped."""
+        when the encoding followed the checks, and what the thread gave is dropped. None
+        (the encoding follows the checks) when the tasks run in other processes (a Dask task
+        runner): the thread's work cannot be shipped to them."""
+        from prefect.context import FlowRunContext
+
+        context = FlowRunContext.get()
+        if context is None or not isinstance(context.task_runner, ThreadPoolTaskRunner):
+            return None
         work = Beside(lambda: encode_measured(gate, frames), name="riskgate-encode")
 
-        def result() -> MeasureInputs:
-            if checks.passed(timeout=0):
+        def result(checks_passed: bool) -> MeasureInputs:
+            if checks_passed:
                 return _result(encode_beside.submit(Held(work)))  # type: ignore[no-any-return]
             return work.wait()
         return result

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -313,30 +314,6 @@ def report_link(report_url: str | None, gate: Gate, options: Mapping[str, Any] |
 
 
 # ---------------------------------------------------------------- the sequence
-#: how long the checks' outcome is waited for before an encoding's error stands (a safety net:
-#: the sequence always tells, on every path)
-CHECKS_WAIT_S = 600.0
-
-
-class ChecksOutcome:
-    """Whether a run's cleanliness checks passed, told once by the sequence (on every path) to
-    the encoding that runs beside them: PrefectSteps then shows it as the encode task only if
-    they passed (unclean data never shows a failed encode in the Prefect UI; the verdict is
-    the checks' REJECTED)."""
-
-    def __init__(self) -> None:
-        self._told = threading.Event()
-        self._passed = False
-
-    def tell(self, passed: bool) -> None:
-        self._passed = passed
-        self._told.set()
-
-    def passed(self, timeout: float = CHECKS_WAIT_S) -> bool:
-        """The checks' outcome, waiting for it; True (the error stands) if never told."""
-        return self._passed if self._told.wait(timeout) else True
-
-
 T = TypeVar("T")
 
 
@@ -380,10 +357,10 @@ class Steps(Protocol):
 
     def encode(self, gate: Gate, frames: Frames) -> MeasureInputs: ...
 
-    # optional: ``start_encode(gate, frames, checks)`` starts :meth:`encode` beside
-    # :meth:`validate` and returns the call that waits for its result (PrefectSteps);
-    # ``checks`` (:class:`ChecksOutcome`) is told whether the checks passed. Without it, the
-    # encoding runs after the checks pass
+    # optional: ``start_encode(gate, frames)`` starts :meth:`encode` beside :meth:`validate`
+    # and returns the call that waits for it, told whether the checks passed (True: its
+    # result or error is the run's; False: it is dropped), or None when it cannot. PrefectSteps
+    # has it; without it, the encoding runs after the checks pass
 
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]: ...
@@ -630,19 +607,14 @@ def _sequence(run: _Run) -> Decision:
     # is used only if the checks pass; issue 29: 0.25-0.35 s of a 1M-row gate's data work)
     since = time.perf_counter()
     start_encode = getattr(steps, "start_encode", None)
-    checks = ChecksOutcome()
-    encoding = start_encode(gate, frames, checks) if start_encode is not None else None
+    encoding: Callable[[bool], MeasureInputs] | None = (
+        start_encode(gate, frames) if start_encode is not None else None)
     try:
         report = run.timed("validate", lambda: steps.validate(gate, frames))
     except Exception as exc:
-        checks.tell(False)
         if not isinstance(exc, Terminated):  # asked to stop: leave now, not after encoding
             _discard(encoding)
         raise
-    except BaseException:
-        checks.tell(False)
-        raise
-    checks.tell(report.success)
     # GX's one-off start-up, when the checks had to wait for it, is its own figure
     waited = min(float(getattr(report, "gx_start_wait", 0.0)), run.timings["validate"])
     if waited > 0:
@@ -655,7 +627,7 @@ def _sequence(run: _Run) -> Decision:
         return fixed_decision(Verdict.REJECTED, ["data not clean: " + line
                                                  for line in report.summary_lines()])
     if encoding is not None:
-        inputs = run.timed_beside("encode", since, encoding)
+        inputs = run.timed_beside("encode", since, partial(encoding, True))
     else:
         inputs = run.timed("encode", lambda: steps.encode(gate, frames))
     # a Prefect flow keeps the load tasks' results (the frames) in reference cycles that
@@ -707,14 +679,14 @@ def _sequence(run: _Run) -> Decision:
     return reviewed
 
 
-def _discard(encoding: Callable[[], MeasureInputs] | None) -> None:
+def _discard(encoding: Callable[[bool], MeasureInputs] | None) -> None:
     """Wait for an encoding started beside checks that did not pass, and drop its outcome
     (an error of unclean data included): the verdict is the checks'. Waiting keeps no step
     running once the run has ended."""
     if encoding is None:
         return
     try:
-        encoding()
+        encoding(False)
     except Exception:
         log.debug("the encoding beside failed checks failed too", exc_info=True)
 
@@ -766,6 +738,6 @@ def error_record(release_id: str, run_id: str, message: str,
     return redact(to_jsonable(doc))  # type: ignore[no-any-return]
 
 
-__all__ = ["Beside", "ChecksOutcome", "ConfigError", "InputError", "LocalSteps", "RunOutcome",
-           "Steps", "encode", "error_outcome", "error_record", "load_input", "measure", "run_gate",
+__all__ = ["Beside", "ConfigError", "InputError", "LocalSteps", "RunOutcome", "Steps",
+           "encode", "error_outcome", "error_record", "load_input", "measure", "run_gate",
            "validate", "write_run"]

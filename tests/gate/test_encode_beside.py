@@ -14,7 +14,7 @@ import pandas as pd
 from riskcore.errors import InputError
 from riskcore.gate.cleanliness import CleanlinessReport
 from riskcore.gate.config import Gate, load_gate
-from riskcore.gate.run import ChecksOutcome, LocalSteps, encode_measured, run_gate
+from riskcore.gate.run import LocalSteps, encode_measured, run_gate
 from riskcore.measures import MeasureInputs
 from tests.conftest import gate_config
 
@@ -27,12 +27,12 @@ class EncodesBeside(LocalSteps):
         self.calls: list[str] = []
         self.fail_encoding = fail_encoding
 
-    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame],
-                     checks: ChecksOutcome) -> Callable[[], MeasureInputs]:
+    def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame]
+                     ) -> Callable[[bool], MeasureInputs]:
         self.calls.append("start_encode")
 
-        def result() -> MeasureInputs:
-            self.calls.append(f"encode_result, checks passed: {checks.passed(timeout=0)}")
+        def result(checks_passed: bool) -> MeasureInputs:
+            self.calls.append(f"encode_result, checks passed: {checks_passed}")
             if self.fail_encoding:
                 raise InputError("column 'age' of table 'released' holds text")
             return encode_measured(gate, frames)
@@ -75,8 +75,8 @@ def test_unclean_data_is_rejected_for_the_checks_whatever_the_encoding_gave(
     assert outcome.verdict == "REJECTED"
     assert any("no control or non-printable characters" in r for r in outcome.reasons)
     assert not any("holds text" in r for r in outcome.reasons)
-    # the encoding was told the checks failed, waited for (nothing keeps running after the
-    # verdict), then dropped
+    # the encoding was waited for, told the checks failed (nothing keeps running after the
+    # verdict), and dropped
     assert steps.calls == ["start_encode", "validate", "encode_result, checks passed: False"]
 
 
@@ -86,13 +86,6 @@ def test_an_encoding_error_of_clean_data_is_the_run_s_error(example_files, tmp_p
     outcome = run_gate(load_gate(cfg), "run-error", steps=EncodesBeside(fail_encoding=True))
     assert outcome.verdict == "ERROR"
     assert any("holds text" in r for r in outcome.reasons)
-
-
-def test_an_encoding_is_told_the_checks_outcome_on_every_path():
-    checks = ChecksOutcome()
-    assert checks.passed(timeout=0) is True  # never told: an encoding's error stands
-    checks.tell(False)
-    assert checks.passed() is False
 
 
 def test_work_beside_records_its_span_and_hands_over_its_error():

@@ -453,43 +453,31 @@ class _Run:
     def folder(self) -> str:
         return run_folder(self.gate, self.run_id)
 
-    def timed_beside(self, name: str, since: float, fn: Callable[[], Any]) -> Any:
-        """Wait for a step started at ``since`` beside the previous one (the encoding beside
-        the checks): its timing is its whole work, and the part of it done before this wait,
-        while the previous step ran, is recorded as ``<name>_beside`` (the data's wall time
-        is the steps' sum minus that)."""
-        waited = time.perf_counter()
-        try:
-            return fn()
-        finally:
-            end = time.perf_counter()
-            span = self.spans.pop_span(name)
-            if span is None:
-                work, beside = end - waited, 0.0
-            else:
-                work = span[1] - span[0]
-                beside = min(work, max(0.0, waited - max(span[0], since)))
-            after = work - beside  # the work this wait saw
-            if after <= end - waited:
-                self.timings["task_runs"] = self.timings.get("task_runs", 0.0) + (
-                    end - waited - after)
-            self.timings[name] = self.timings.get(name, 0.0) + work
-            self.timings[f"{name}_beside"] = round(beside, 4)
-            progress.finished(name, end - waited)
-
-    def timed(self, name: str, fn: Callable[[], Any]) -> Any:
+    def timed(self, name: str, fn: Callable[[], Any], started: float | None = None) -> Any:
         """Run a step; its timing is the span of its own work (:class:`progress.WorkSpans`),
         and what the step took beyond that (Prefect's task runs around the work) adds up
-        under ``task_runs``."""
+        under ``task_runs``.
+
+        With ``started``, ``fn`` waits for a step begun then, beside the previous one (the
+        encoding beside the checks): its timing is still its whole work, and the part done
+        before this wait is recorded as ``<name>_beside`` (the data's wall time is the steps'
+        sum minus that)."""
         t0 = time.perf_counter()
         try:
             return fn()
         finally:
             took = time.perf_counter() - t0
-            work = self.spans.pop(name)
-            if work is not None and 0.0 <= work <= took:
-                self.timings["task_runs"] = self.timings.get("task_runs", 0.0) + took - work
-            else:
+            span = self.spans.pop_span(name)
+            work = None if span is None else span[1] - span[0]
+            beside = 0.0
+            if started is not None:
+                if span is not None and work is not None:
+                    beside = min(work, max(0.0, t0 - max(span[0], started)))
+                self.timings[f"{name}_beside"] = round(beside, 4)
+            if work is not None and 0.0 <= work - beside <= took:
+                self.timings["task_runs"] = self.timings.get("task_runs", 0.0) + (
+                    took - (work - beside))
+            elif work is None or started is None:
                 work = took
             self.timings[name] = self.timings.get(name, 0.0) + work
             progress.finished(name, took)
@@ -627,7 +615,7 @@ def _sequence(run: _Run) -> Decision:
         return fixed_decision(Verdict.REJECTED, ["data not clean: " + line
                                                  for line in report.summary_lines()])
     if encoding is not None:
-        inputs = run.timed_beside("encode", since, partial(encoding, True))
+        inputs = run.timed("encode", partial(encoding, True), started=since)
     else:
         inputs = run.timed("encode", lambda: steps.encode(gate, frames))
     # a Prefect flow keeps the load tasks' results (the frames) in reference cycles that

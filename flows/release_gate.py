@@ -209,6 +209,15 @@ class PrefectSteps:
     def encode(self, gate: Gate, frames: dict[str, pd.DataFrame]) -> MeasureInputs:
         return _result(encode_inputs.submit(Held(gate), Held(frames)))  # type: ignore[no-any-return]
 
+    @property
+    def measures_here(self) -> bool:
+        """The families run in this process: the task runner is Prefect's thread pool (not
+        Dask's processes, which a thread's work or set-up cannot reach)."""
+        from prefect.context import FlowRunContext
+
+        context = FlowRunContext.get()
+        return context is not None and isinstance(context.task_runner, ThreadPoolTaskRunner)
+
     def start_encode(self, gate: Gate, frames: dict[str, pd.DataFrame]
                      ) -> Callable[[bool], MeasureInputs] | None:
         """The encoding, begun now in a thread beside the validate task (it reads the same
@@ -217,10 +226,7 @@ class PrefectSteps:
         when the encoding followed the checks, and what the thread gave is dropped. None
         (the encoding follows the checks) when the tasks run in other processes (a Dask task
         runner): the thread's work cannot be shipped to them."""
-        from prefect.context import FlowRunContext
-
-        context = FlowRunContext.get()
-        if context is None or not isinstance(context.task_runner, ThreadPoolTaskRunner):
+        if not self.measures_here:
             return None
         work = Beside(lambda: encode_measured(gate, frames), name="riskgate-encode")
 

@@ -3,8 +3,11 @@ NumPy path that gives the same result)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _COMPILED: dict[Callable[..., Any], Callable[..., Any] | None] = {}
 
@@ -20,3 +23,24 @@ def compiled(fn: Callable[..., Any]) -> Callable[..., Any] | None:
         else:
             _COMPILED[fn] = numba.njit(cache=True, nogil=True)(fn)
     return _COMPILED[fn]
+
+
+def warm() -> None:
+    """numba's one-off set-up in a process, done ahead of any kernel: its import (0.15 s) and
+    its CPU target's registries (0.3 s, scipy.linalg's import among them), which the first
+    kernel of a process otherwise pays before its cached machine code loads (5 ms once warm).
+    Taken under numba's compiler lock, as a kernel's load takes it. Nothing without numba; if
+    numba's internals move, the first kernel pays again, as before (issue 29)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.registry import cpu_target
+
+        with global_compiler_lock:
+            cpu_target.target_context.refresh()
+            cpu_target.typing_context.refresh()
+    except Exception:  # a numba whose internals differ: the first kernel sets itself up
+        log.debug("numba's set-up ahead of the kernels failed", exc_info=True)

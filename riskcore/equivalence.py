@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .roles import MissingPolicy
+from .stats import normal_sf
 
 if TYPE_CHECKING:
     from .data import EncodedTable
@@ -114,8 +115,6 @@ def control_overlap_test(control_codes: np.ndarray, original_codes: np.ndarray
                          ) -> tuple[ControlOverlap, np.ndarray]:
     """The control-overlap test on two code matrices over the same columns, and the control
     rows that equal an original row."""
-    from scipy.stats import norm
-
     n_c, n_o = len(control_codes), len(original_codes)
     ids, u = group_rows(np.vstack([control_codes, original_codes]))
     in_original = np.zeros(u, dtype=bool)
@@ -127,7 +126,7 @@ def control_overlap_test(control_codes: np.ndarray, original_codes: np.ndarray
     se = np.sqrt(share * (1 - share) / max(n_c, 1) + expected * (1 - expected) / max(n_o, 1))
     diff = share - expected
     z = float(diff / se) if se > 0 else (np.inf if diff > 0 else 0.0)
-    return (ControlOverlap(int(hits.size), n_c, float(share), expected, z, float(norm.sf(z))),
+    return (ControlOverlap(int(hits.size), n_c, float(share), expected, z, normal_sf(z)),
             hits)
 
 

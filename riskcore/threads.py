@@ -12,9 +12,13 @@ beside two busy processes. So every compiled call runs inside an explicit budget
   one thread), applied with threadpoolctl to every OpenMP and BLAS library loaded
   (scikit-learn's gradient boosting, NumPy's BLAS) and to numba's threading layer.
 
-threadpoolctl's limits are process-wide, so the budget is entered once around the parallel
+threadpoolctl's BLAS limits are process-wide, so the budget is entered once around the parallel
 families (not inside each family thread), reference-counted across concurrent gates of one
 process: the first entry sets the limit, later ones can only lower it, the last exit restores.
+OpenMP's limit is not: libgomp keeps it per thread, and a thread that never set it gets one
+thread per core. So every thread that may fit a model sets it for itself (:func:`this_thread`):
+the thread that enters a budget, each family's thread (:func:`riskcore.gate.run.measure`) and
+the helpers of :func:`in_chunks`.
 """
 
 from __future__ import annotations
@@ -86,6 +90,17 @@ def load_model_runtime() -> None:
         pass
 
 
+def start_models(*modules: str) -> None:
+    """A model family's start-up (:attr:`MeasureFamily.start_up`): scikit-learn's OpenMP
+    runtime the way the budget needs it loaded (:func:`load_model_runtime`), then the
+    scikit-learn ``modules`` the family's models come from."""
+    import importlib
+
+    load_model_runtime()
+    for name in modules:
+        importlib.import_module(name)
+
+
 #: rows of training data per thread of a model fit: below it, OpenMP's start-up and
 #: synchronisation cost more than a second thread gains (scikit-learn's gradient boosting,
 #: measured: 3,000 rows 0.087 s on one thread, 0.083 s on two; 200,000 rows 1.03 s, 0.66 s)
@@ -104,7 +119,10 @@ def _apply(threads: int) -> Any:
     from threadpoolctl import threadpool_limits
 
     controller = threadpool_limits(limits=threads)
-    if "numba" in sys.modules:  # only when a kernel loaded it: importing numba costs time
+    # numba's pool only once a parallel kernel launched it: setting its size launches it (a
+    # second OpenMP runtime, 20 ms), and riskgate's kernels run on in_chunks's threads instead
+    layer = sys.modules.get("numba.np.ufunc.parallel")
+    if layer is not None and getattr(layer, "_is_initialized", False):
         try:
             import numba
 
@@ -112,6 +130,41 @@ def _apply(threads: int) -> Any:
         except Exception:  # a threading layer that cannot be resized keeps its default
             pass
     return controller
+
+
+_OPENMP: list[Any] = []  # threadpoolctl's controllers of the loaded OpenMP runtimes, once found
+
+
+def _openmp() -> list[Any]:
+    """The OpenMP runtimes' controllers, found once scikit-learn's runtime is loaded
+    (:func:`load_model_runtime`); none before (nothing then uses OpenMP)."""
+    with _LOCK:
+        if not _OPENMP and "sklearn.utils._openmp_helpers" in sys.modules:
+            from threadpoolctl import ThreadpoolController
+
+            _OPENMP.extend(ThreadpoolController().select(user_api="openmp").lib_controllers)
+            if not _OPENMP:
+                _OPENMP.append(None)  # looked: none loaded
+        return [c for c in _OPENMP if c is not None]
+
+
+@contextmanager
+def this_thread(threads: int | None = None) -> Iterator[int | None]:
+    """OpenMP's limit in the calling thread for the block: ``threads``, by default the budget
+    in force (nothing outside any budget). libgomp keeps the limit per thread (measured: a
+    limit of 1 set in one thread, 2 in a thread started after it, on two cores; scikit-learn's
+    gradient boosting reads it), so a limit set where the budget was entered does not reach a
+    family's thread or a helper. Restores the thread's previous limit."""
+    limit = threads or current_limit()
+    runtimes = _openmp() if limit else []
+    saved = [c.get_num_threads() for c in runtimes]
+    for c in runtimes:
+        c.set_num_threads(limit)
+    try:
+        yield limit
+    finally:
+        for c, n in zip(runtimes, saved, strict=True):
+            c.set_num_threads(n)
 
 
 def current_limit() -> int | None:
@@ -136,7 +189,8 @@ def thread_budget(threads: int, models: bool = False) -> Iterator[int]:
         _ACTIVE.append(threads)
         limit = min(_ACTIVE)
     try:
-        yield limit
+        with this_thread(limit):  # OpenMP's limit is this thread's own
+            yield limit
     finally:
         with _LOCK:
             _ACTIVE.remove(threads)
@@ -149,18 +203,29 @@ def thread_budget(threads: int, models: bool = False) -> Iterator[int]:
 _TREE_JOBS: ContextVar[int] = ContextVar("riskgate_tree_jobs", default=1)
 
 
-def tree_jobs() -> int:
+#: training rows per thread of a forest's trees: below it, joblib's hand-over (the waiting
+#: thread polls every 10 ms) costs more than a second thread gains, and beside other work it
+#: loses. 40 trees fitted and asked, alone / beside two spinning processes (two cores):
+#: 3,000 rows 0.14 / 0.16 s on one thread, 0.12 / 0.26 s on two; 20,000 rows 0.71 / 0.95 s
+#: on one, 0.42 / 0.82 s on two
+ROWS_PER_TREE_THREAD = 10_000
+
+
+def tree_jobs(n_rows: int | None = None) -> int:
     """Threads for a forest's trees (scikit-learn's ``n_jobs``, joblib threads that release
-    the interpreter's lock while a tree grows): what :func:`tree_threads` set, else 1."""
-    return _TREE_JOBS.get()
+    the interpreter's lock while a tree grows): what :func:`tree_threads` set, else 1; at
+    most one per :data:`ROWS_PER_TREE_THREAD` rows of ``n_rows`` training rows, when given."""
+    jobs = _TREE_JOBS.get()
+    if n_rows is None:
+        return jobs
+    return max(1, min(jobs, int(n_rows) // ROWS_PER_TREE_THREAD))
 
 
 @contextmanager
 def tree_threads(threads: int) -> Iterator[int]:
-    """Forests fitted in the block grow ``threads`` trees at once. Unlike OpenMP's
-    per-split threads (:func:`model_threads`), trees are independent work of milliseconds
-    each, worth a thread each even on small tables; the forest is the same whatever the
-    number (each tree's seed is fixed)."""
+    """Forests fitted in the block grow up to ``threads`` trees at once (fewer on small
+    tables: :func:`tree_jobs`); the forest is the same whatever the number (each tree's seed
+    is fixed)."""
     token = _TREE_JOBS.set(max(1, int(threads)))
     try:
         yield max(1, int(threads))
@@ -182,15 +247,16 @@ def _helpers() -> Any:
 
 
 def in_chunks(n: int, work: Callable[[slice], None], chunk: int,
-              tick: Callable[[int], None] | None = None) -> None:
-    """``work`` over consecutive slices of ``range(n)`` of ``chunk`` items, on as many threads
-    as the budget in force allows (one outside any budget): the calling thread and helpers
+              tick: Callable[[int], None] | None = None, threads: int | None = None) -> None:
+    """``work`` over consecutive slices of ``range(n)`` of ``chunk`` items, on ``threads``
+    threads, by default as many as the budget in force allows (one outside any budget): the
+    calling thread and helpers
     from one shared pool take the next slice until none is left. For kernels that release the
     interpreter's lock (numba ``nogil``) and write disjoint slices of their outputs: on a busy
     worker a family then holds its share of the cores instead of one thread's. A single slice
     runs here, with no helper. ``tick(done)`` reports progress from the calling thread."""
     slices = [slice(s, min(n, s + chunk)) for s in range(0, n, max(1, chunk))]
-    threads = min(current_limit() or 1, len(slices))
+    threads = min(threads or current_limit() or 1, len(slices))
     if threads <= 1:
         for sl in slices:
             if tick is not None:
@@ -204,9 +270,12 @@ def in_chunks(n: int, work: Callable[[slice], None], chunk: int,
         with taking:
             return next(pending, None)
 
+    limit = current_limit()
+
     def helper() -> None:
-        while (sl := take()) is not None:
-            work(sl)
+        with this_thread(limit):  # a helper fitting a model keeps to the caller's budget
+            while (sl := take()) is not None:
+                work(sl)
 
     helpers = [_helpers().submit(helper) for _ in range(threads - 1)]
     while (part := take()) is not None:  # the caller works too: no wait on a busy pool
@@ -217,6 +286,7 @@ def in_chunks(n: int, work: Callable[[slice], None], chunk: int,
         h.result()
 
 
-__all__ = ["ENV", "ROWS_PER_MODEL_THREAD", "available_cores", "current_limit", "family_threads",
-           "in_chunks", "load_model_runtime", "model_threads", "process_budget", "thread_budget",
-           "tree_jobs", "tree_threads"]
+__all__ = ["ENV", "ROWS_PER_MODEL_THREAD", "ROWS_PER_TREE_THREAD", "available_cores",
+           "current_limit", "family_threads", "in_chunks", "load_model_runtime", "model_threads",
+           "process_budget", "start_models", "this_thread", "thread_budget", "tree_jobs",
+           "tree_threads"]

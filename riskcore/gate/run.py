@@ -30,7 +30,7 @@ from .. import progress
 from ..alignment import Alignment, align_tables
 from ..data import ColumnType, EncodedTable, encode_tables, looks_numeric
 from ..errors import ConfigError, InputError, RiskgateError, StorageError
-from ..measures import BY_NAME, MeasureInputs
+from ..measures import BY_NAME, MeasureInputs, start_up
 from ..measures.family import Params
 from ..memory import release_memory
 from ..processes import Terminated
@@ -40,7 +40,7 @@ from ..report.riskiest import example_records
 from ..results import MeasureResult, Record, to_jsonable
 from ..signing import Signer
 from ..storage import check_output_location, exists, join_url, presign, write_bytes
-from ..threads import family_threads, thread_budget
+from ..threads import family_threads, this_thread, thread_budget
 from .cleanliness import CleanlinessReport, declared_types, validate_tables, warm_up
 from .config import Gate, TablesConfig
 from .policy import Decision, Verdict, decide, fixed_decision
@@ -184,12 +184,13 @@ def encode_frames(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
 
 
 def measure(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
-    """Run one family (see :func:`riskcore.measures.run_measure`)."""
+    """Run one family (see :func:`riskcore.measures.run_measure`), its thread holding to the
+    thread budget in force (OpenMP's limit is per thread: :func:`riskcore.threads.this_thread`)."""
     from ..measures import run_measure
 
     t0 = time.perf_counter()
     try:
-        with progress.working("measures"):
+        with progress.working("measures"), this_thread():
             return run_measure(name, inputs, params)
     finally:
         progress.finished(f"measure {name}", time.perf_counter() - t0)
@@ -365,6 +366,9 @@ class Steps(Protocol):
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]: ...
 
+    # optional: ``measures_here``, False when :meth:`measures` runs the families in other
+    # processes (then the families' start-up is not begun in this one); True without it
+
     def review(self, gate: Gate, decision: Decision, prepare: Callable[[], str | None]
                ) -> tuple[Decision, dict[str, Any] | None]: ...
 
@@ -448,6 +452,8 @@ class _Run:
     checksums: dict[str, str] = field(default_factory=dict)
     signer: Signer | None = None
     spans: progress.WorkSpans = field(default_factory=progress.WorkSpans)
+    #: the families' start-up, begun beside the load (:func:`riskcore.measures.start_up`)
+    starting: threading.Thread | None = None
 
     @property
     def folder(self) -> str:
@@ -576,12 +582,22 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
                                                   f"{redact_text(str(exc))}"])
         run.files = {k: v for k, v in run.files.items() if k == "validation.json"}
         run.measures, run.per_record, run.examples = [], None, None
-    return finish(run, decision)
+    outcome = finish(run, decision)
+    if run.starting is not None:  # the verdict is written; no import left running at exit
+        run.starting.join(timeout=START_UP_JOIN_S)
+    return outcome
+
+
+#: the longest a finished run waits for its families' start-up thread (a second, usually
+#: none: the start-up ends while the tables load)
+START_UP_JOIN_S = 30.0
 
 
 def _sequence(run: _Run) -> Decision:
     gate, steps = run.gate, run.steps
     warm_up()  # Great Expectations' import, in the background while the tables load
+    if getattr(steps, "measures_here", True):  # the families' imports and numba's set-up too
+        run.starting = start_up(gate.measures)
     run.timed("check_outputs", lambda: check_output_location(gate.config.output_url,
                                                              run.options))
     frames, infos = run.timed("load", lambda: steps.load(gate, run.options))

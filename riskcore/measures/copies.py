@@ -45,10 +45,12 @@ import numpy as np
 from pydantic import Field
 
 from .. import progress
+from ..compiled import warm
 from ..equivalence import exact_matches
 from ..errors import ConfigError
 from ..results import MeasureResult, Status
 from ..roles import Roles
+from ..stats import normal_sf, z_score
 from .attacks.common import check_attack_columns
 from .attacks.gower import kneighbors, prepare
 from .family import MeasureFamily, MeasureInputs, Params
@@ -90,18 +92,16 @@ def nndr(d1: np.ndarray, d2: np.ndarray) -> np.ndarray:
 def holdout_test(d_orig: np.ndarray, d_ctrl: np.ndarray, confidence: float = 0.95
                  ) -> tuple[float, tuple[float, float], float]:
     """The holdout share with its interval and the one-sided p-value of H0: share <= 1/2."""
-    from scipy.stats import norm
-
     scores = np.where(d_orig < d_ctrl, 1.0, np.where(d_orig == d_ctrl, 0.5, 0.0))
     n = scores.size
     share = float(scores.mean())
     se = float(scores.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = z_score(confidence)
     ci = (max(0.0, share - z * se), min(1.0, share + z * se))
     if se == 0:
         p = 0.0 if share > 0.5 else 1.0
     else:
-        p = float(norm.sf((share - 0.5) / se))
+        p = normal_sf((share - 0.5) / se)
     return share, ci, p
 
 
@@ -282,6 +282,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=lambda p, roles: dict(FIGURES),
     needs=("original",),
+    start_up=warm,
     how_to_read=(
         "Whether the release copied people. Exact copies: released rows equal to an original "
         "row on every compared column, beside the same share against control rows (what "

@@ -206,6 +206,9 @@ class MeasureFamily:
             runtime before the thread budget is set, so that the budget reaches it.
         axis: "risk" (a failed check means the release is not safe) or "utility" (it is not
             useful); the decision's reasons say which.
+        start_up: the family's one-off set-up in a process (imports, numba's set-up), which
+            its first run would otherwise pay: the gate runs it in a thread while the tables
+            load and the checks run (:func:`riskcore.measures.start_up`).
     """
 
     name: str
@@ -222,6 +225,7 @@ class MeasureFamily:
     scale: Literal["classes", "rows", "whole"] = "rows"
     fits_models: bool = False
     axis: Literal["risk", "utility"] = "risk"
+    start_up: Callable[[], None] | None = None
 
     def parse(self, raw: Mapping[str, Any] | Params | None, source: str = "gate config"
               ) -> Params:

@@ -63,8 +63,11 @@ import numpy as np
 from pydantic import Field
 
 from .. import progress
+from ..compiled import warm
 from ..results import MeasureResult, Status
 from ..roles import Roles
+from ..stats import z_score
+from ..threads import start_models
 from .attacks.common import check_attack_columns
 from .attacks.gower import MixedMatrix, nearest_distance, prepare
 from .family import MeasureFamily, MeasureInputs, Params
@@ -128,15 +131,13 @@ def auc_delong(pos: np.ndarray, neg: np.ndarray, confidence: float = 0.95
     V01_j = 1 - (R_j - r_j) / m over the negatives; AUC = mean V10;
     var = var(V10)/m + var(V01)/n; interval AUC +- z se, clipped to [0, 1].
     """
-    from scipy.stats import norm  # imported when used: 0.5 s in every gate process otherwise
-
     m, n = len(pos), len(neg)
     both = _midranks(np.concatenate([pos, neg]))
     v10 = (both[:m] - _midranks(pos)) / n
     v01 = 1.0 - (both[m:] - _midranks(neg)) / m
     auc = float(v10.mean())
     var = (v10.var(ddof=1) / m if m > 1 else 0.0) + (v01.var(ddof=1) / n if n > 1 else 0.0)
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = z_score(confidence)
     se = math.sqrt(max(var, 0.0))
     return auc, max(0.0, auc - z * se), min(1.0, auc + z * se)
 
@@ -436,6 +437,12 @@ def _alarm(result: MeasureResult) -> str | None:
     return None
 
 
+def _start_up() -> None:
+    """numba's set-up (the distances' kernel) and the shadow model's gradient boosting."""
+    warm()
+    start_models("sklearn.ensemble")
+
+
 FAMILY = MeasureFamily(
     name="membership",
     title="Membership inference",
@@ -446,6 +453,7 @@ FAMILY = MeasureFamily(
     needs=("original",),
     alarm=_alarm,
     fits_models=True,
+    start_up=_start_up,
     how_to_read=(
         "Whether someone holding a person's record can tell from the release that the person "
         "was in the original. Members (original rows) and non-members (control rows) are "

@@ -73,6 +73,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 from typing import Any, Literal
 
@@ -83,6 +84,7 @@ from .. import progress
 from ..generalization import parse_interval
 from ..results import MeasureResult, Status
 from ..roles import Roles
+from ..threads import start_models
 from .family import MeasureFamily, MeasureInputs, Params
 
 UTILITY = ("column_shapes", "column_pair_trends", "pmse", "pmse_ratio")
@@ -580,6 +582,7 @@ FAMILY = MeasureFamily(
         p.columns or [*roles.quasi_identifiers, *roles.sensitive]),
     needs=("original",),
     fits_models=True,
+    start_up=partial(start_models, "sklearn.linear_model"),
     axis="utility",
     how_to_read=(
         "What the release keeps of the original, beside what it risks. Column shapes compare "

@@ -112,3 +112,35 @@ def test_work_beside_records_its_span_and_hands_over_its_error():
 
     with pytest.raises(InputError, match="holds text"):
         Beside(broken).wait()
+
+
+def test_the_families_start_up_begins_with_the_run_and_ends_before_it_returns(
+        example_files, tmp_path, monkeypatch):
+    """Issue 29: a run begins its families' one-off set-up (riskcore.measures.start_up) as it
+    starts, beside the load and the checks, for the families it measures, when they run in
+    its process; the thread has ended when the run returns, its verdict written."""
+    import threading
+
+    from riskcore.gate import run as gate_run
+    from riskcore.measures import start_up
+
+    begun: list[tuple[list[str], threading.Thread]] = []
+
+    def recording(names: Any) -> threading.Thread:
+        thread = start_up(names)
+        begun.append((list(names), thread))
+        return thread
+
+    monkeypatch.setattr(gate_run, "start_up", recording)
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"))
+    gate = load_gate(cfg)
+    outcome = run_gate(gate, "run-start-up", steps=LocalSteps())
+    assert [names for names, _ in begun] == [list(gate.measures)]
+    assert not begun[0][1].is_alive() and Path(outcome.decision_url).exists()
+
+    class Elsewhere(LocalSteps):
+        measures_here = False  # e.g. a Dask task runner's processes
+
+    run_gate(load_gate(cfg), "run-elsewhere", steps=Elsewhere())
+    assert len(begun) == 1

@@ -5,7 +5,9 @@ gates, and a worker's setting that refuses nonsense with one line."""
 from __future__ import annotations
 
 import threading
+import time
 
+import numpy as np
 import pytest
 
 from riskcore.errors import ConfigError
@@ -16,6 +18,7 @@ from riskcore.threads import (
     family_threads,
     process_budget,
     thread_budget,
+    tree_threads,
 )
 
 
@@ -102,8 +105,9 @@ def test_chunks_on_the_budgets_threads_give_the_one_thread_neighbours():
 
 
 def test_forests_grow_on_the_budgets_threads_and_give_the_same_forest():
-    """The ALC's random forest and extra trees take the budget in force as n_jobs; the
-    baseline's predictions are the same on one thread and on two."""
+    """The ALC's random forest and extra trees take the budget in force as n_jobs, one thread
+    per 10,000 training rows at most; the baseline's predictions are the same on one thread
+    and on two."""
     import numpy as np
 
     from riskcore.measures.alc.baseline import _sklearn_model
@@ -114,8 +118,78 @@ def test_forests_grow_on_the_budgets_threads_and_give_the_same_forest():
     assert tree_jobs() == 1
     one = _sklearn_model("random_forest", 0, None).fit(X, y).predict_proba(X)
     with tree_threads(2):
-        model = _sklearn_model("random_forest", 0, None)
+        assert _sklearn_model("extra_trees", 0, None, n_rows=19_999).n_jobs == 1
+        assert _sklearn_model("random_forest", 0, None, n_rows=600).n_jobs == 1
+        model = _sklearn_model("random_forest", 0, None, n_rows=20_000)
         assert model.n_jobs == 2
         two = model.fit(X, y).predict_proba(X)
     assert tree_jobs() == 1
     np.testing.assert_array_equal(one, two)
+
+
+def test_openmp_keeps_to_the_budget_in_each_thread_that_may_fit_a_model():
+    """OpenMP's limit is per thread (libgomp): the budget entered in one thread does not reach
+    a family's thread or a helper of in_chunks, which then fit on one OpenMP thread per core;
+    each sets the limit in force for itself (this_thread), and gets its own back after."""
+    from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+    from threadpoolctl import threadpool_limits
+
+    from riskcore.threads import in_chunks, load_model_runtime, this_thread
+
+    load_model_runtime()
+    seen: dict[str, object] = {}
+
+    def family() -> None:
+        with threadpool_limits(2, user_api="openmp"):  # a fresh thread's on two cores
+            seen["own"] = _openmp_effective_n_threads()
+            with this_thread():
+                seen["family"] = _openmp_effective_n_threads()
+                helpers: list[tuple[str, int]] = []
+
+                def work(sl: slice) -> None:
+                    helpers.append((threading.current_thread().name,
+                                    _openmp_effective_n_threads()))
+                    time.sleep(0.05)  # the helper takes its slices meanwhile
+
+                in_chunks(6, work, 1, threads=2)
+                seen["helpers"] = {n for _, n in helpers}
+                seen["helped"] = any(t.startswith("riskgate-chunk") for t, _ in helpers)
+            seen["after"] = _openmp_effective_n_threads()
+
+    with thread_budget(1, models=True):
+        seen["entered"] = _openmp_effective_n_threads()
+        worker = threading.Thread(target=family)
+        worker.start()
+        worker.join()
+    own = min(2, available_cores())
+    assert seen == {"entered": 1, "own": own, "family": 1, "helpers": {1}, "helped": True,
+                    "after": own}
+
+
+def test_the_alcs_candidate_models_fit_side_by_side_and_choose_as_one_by_one():
+    """The ALC's candidate baselines (one model thread each under 100,000 rows) are fitted on
+    the attack's threads at once; the scores and the choice are those of one at a time."""
+    import pandas as pd
+
+    from riskcore.measures.alc import from_frames
+    from riskcore.measures.alc.baseline import select_baseline
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    a = rng.integers(0, 10, n)
+    ori = pd.DataFrame({"a": [f"a{v}" for v in a], "b": [f"b{v}" for v in rng.integers(0, 8, n)],
+                        "x": np.round(rng.normal(50.0, 15.0, n), 3),
+                        "secret": [f"s{v}" for v in np.where(rng.random(n) < 0.8, a,
+                                                             rng.integers(0, 10, n))]})
+    data = from_frames(ori, ori.sample(frac=1.0, random_state=1).reset_index(drop=True))
+    rows = np.arange(data.n[data.original])
+    models = ("hist_gradient_boosting", "random_forest", "logistic_regression", "one_to_one")
+    picks = {}
+    for threads in (1, 2):
+        with thread_budget(threads), tree_threads(threads), thread_budget(1, models=True):
+            picks[threads] = select_baseline(data, "secret", ["a", "b", "x"], rows, 3, models)
+    one, two = picks[1], picks[2]
+    assert (one.model, one.expected_prc, one.scores) == (two.model, two.expected_prc,
+                                                         two.scores)
+    assert set(two.seconds) == set(one.scores)
+    assert sum(v is not None for v in two.scores.values()) >= 3

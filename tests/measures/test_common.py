@@ -163,3 +163,46 @@ def test_a_missing_table_gives_a_reason_not_a_crash(fam, tables):
     assert doc["status"] != "ok"
     assert all(f"the {t} table" in doc["reason"] for t in fam.needs), doc["reason"]
     assert all(v is None for v in doc["figures"].values())
+
+
+START_UP_CHECK = """
+import json, sys
+sys.path.insert(0, {here!r})
+import test_common as tc
+from riskcore.measures import FAMILIES, start_up
+tables = tc._tables()
+attacks = [f for f in FAMILIES if f.start_up is not None and not f.fits_models]
+models = [f for f in FAMILIES if f.start_up is not None and f.fits_models]
+out = {{}}
+for group in (attacks, models):
+    start_up([f.name for f in group]).join()
+    for fam in group:
+        before = set(sys.modules)
+        tc._result(fam, tables)
+        out[fam.name] = sorted(m for m in set(sys.modules) - before
+                               if m.split(".")[0] in ("numba", "llvmlite", "scipy", "sklearn"))
+    if group is attacks:
+        out["scipy.stats after the attacks"] = "scipy.stats" in sys.modules
+print(json.dumps(out))
+"""
+
+
+def test_a_familys_start_up_leaves_its_first_run_nothing_to_import():
+    """Issue 29: each family's one-off set-up (numba's registries, scipy.optimize, the
+    models' scikit-learn) is its ``start_up``, which a gate runs while its tables load; the
+    family's first run in a fresh process then imports none of numba, scipy or scikit-learn.
+    The attack families never import scipy.stats (half a second of one thread): their normal
+    tails come from the standard library."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-c", START_UP_CHECK.format(
+        here=str(Path(__file__).parent))], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    with_start_up = {f.name for f in FAMILIES if f.start_up is not None}
+    assert with_start_up >= {"singling_out", "linkability", "inference", "copies",
+                             "membership", "alc", "utility"}
+    assert out.pop("scipy.stats after the attacks") is False
+    assert out == {name: [] for name in with_start_up}

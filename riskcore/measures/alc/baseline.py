@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
-from ...threads import tree_jobs
+from ...threads import current_limit, in_chunks, tree_jobs
 from .inputs import CONTINUOUS, ALCData
 from .prc import TIGHT_WIDTH, PRCParams, best_prc
 
@@ -111,10 +111,11 @@ class _Features:
 
 
 def _sklearn_model(name: str, seed: int, cat_mask: np.ndarray | None,
-                   smallest_class: int = 2) -> Any:
+                   smallest_class: int = 2, n_rows: int | None = None) -> Any:
     """A candidate model. HistGradientBoosting stops early on a stratified validation split,
     which needs two members of every class: with a one-member class it fits without early
-    stopping (scikit-learn would refuse the split)."""
+    stopping (scikit-learn would refuse the split). Forests grow their trees on the threads
+    :func:`riskcore.threads.tree_jobs` gives for ``n_rows`` training rows."""
     from sklearn.ensemble import (
         ExtraTreesClassifier,
         HistGradientBoostingClassifier,
@@ -131,9 +132,11 @@ def _sklearn_model(name: str, seed: int, cat_mask: np.ndarray | None,
             categorical_features=cat_mask if cat_mask is not None and cat_mask.any() else None,
             random_state=seed)
     if name == "random_forest":
-        return RandomForestClassifier(n_estimators=40, n_jobs=tree_jobs(), random_state=seed)
+        return RandomForestClassifier(n_estimators=40, n_jobs=tree_jobs(n_rows),
+                                      random_state=seed)
     if name == "extra_trees":
-        return ExtraTreesClassifier(n_estimators=40, n_jobs=tree_jobs(), random_state=seed)
+        return ExtraTreesClassifier(n_estimators=40, n_jobs=tree_jobs(n_rows),
+                                    random_state=seed)
     if name == "logistic_regression":
         return make_pipeline(StandardScaler(), LogisticRegression(max_iter=300,
                                                                   random_state=seed))
@@ -165,8 +168,10 @@ class BaselineModel:
         self._features = _Features(self.data, self.known, rows)
         one_hot = self.name != "hist_gradient_boosting"
         X, mask = self._features.dense(rows, one_hot=one_hot)
+        present = np.bincount(y)
         self._model = _sklearn_model(self.name, self.seed, None if one_hot else mask,
-                                     smallest_class=int(np.bincount(y)[np.bincount(y) > 0].min()))
+                                     smallest_class=int(present[present > 0].min()),
+                                     n_rows=len(rows))
         if len(np.unique(y)) == 1:
             self._model = None  # a constant: every prediction is that value
             return self
@@ -259,20 +264,30 @@ def select_baseline(data: ALCData, secret: str, known: Sequence[str], rows: np.n
     scores: dict[str, float | None] = {}
     seconds: dict[str, float] = {}
     errors: dict[str, str] = {}
+    candidates = [m for m in models if not (m == "one_to_one" and otop is None)]
+    fitted: list[tuple[np.ndarray, np.ndarray] | str] = [""] * len(candidates)
+
+    def fit(sl: slice) -> None:
+        for i in range(sl.start, sl.stop):
+            t0 = time.perf_counter()
+            try:
+                fitted[i] = BaselineModel(data, secret, known, candidates[i], seed,
+                                          otop).fit(train).predict(test)
+            except (ValueError, MemoryError) as exc:  # a candidate that cannot fit is skipped
+                fitted[i] = str(exc)[:300]
+            finally:
+                seconds[candidates[i]] = round(time.perf_counter() - t0, 3)
+
+    # the candidates are independent fits of one model thread each (under 100,000 rows): they
+    # share the attack's threads (the family's budget, :func:`tree_jobs`) instead of queueing
+    in_chunks(len(candidates), fit, 1, threads=max(1, tree_jobs() // (current_limit() or 1)))
     best_name, best_score = None, -1.0
-    for name in models:
-        if name == "one_to_one" and otop is None:
-            continue
-        t0 = time.perf_counter()
-        try:
-            model = BaselineModel(data, secret, known, name, seed, otop).fit(train)
-            pred, conf = model.predict(test)
-        except (ValueError, MemoryError) as exc:  # a candidate that cannot fit is skipped
+    for name, outcome in zip(candidates, fitted, strict=True):  # in order: the same choice
+        if isinstance(outcome, str):
             scores[name] = None
-            errors[name] = str(exc)[:300]
+            errors[name] = outcome
             continue
-        finally:
-            seconds[name] = round(time.perf_counter() - t0, 3)
+        pred, conf = outcome
         point = best_prc(conf, pred == y[test_pos], TIGHT_WIDTH, params)
         score = point.prc if point else 0.0
         scores[name] = score

@@ -10,9 +10,11 @@ import numpy as np
 from pydantic import Field
 
 from ... import progress
+from ...compiled import warm
 from ...errors import ConfigError
 from ...results import MeasureResult, Status, not_computable
 from ...roles import Roles
+from ...threads import start_models
 from ..family import MeasureFamily, MeasureInputs, Params
 from .baseline import DEFAULT_MODELS
 from .inputs import from_encoded
@@ -152,6 +154,13 @@ def _alarm(result: MeasureResult) -> str | None:
     return None
 
 
+def _start_up() -> None:
+    """numba's set-up (the row matches' kernel) and the baseline's models."""
+    warm()
+    start_models("sklearn.ensemble", "sklearn.linear_model", "sklearn.pipeline",
+                 "sklearn.preprocessing")
+
+
 FAMILY = MeasureFamily(
     name="alc",
     title="Anonymity Loss Coefficient",
@@ -163,6 +172,7 @@ FAMILY = MeasureFamily(
     check=_check,
     alarm=_alarm,
     fits_models=True,
+    start_up=_start_up,
     how_to_read=(
         "The Anonymity Loss Coefficient compares an attack on the release (best row match) with "
         "the best prediction possible from other people's raw data (the baseline), at the "

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import Field
 
+from ...compiled import warm
 from ...errors import ConfigError
 from ...results import MeasureResult
 from ...roles import Roles
@@ -220,6 +221,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=_figures,
     needs=("original",),
+    start_up=warm,
     check=_check,
     alarm=attack_alarm,
     how_to_read=(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import Field
 
+from ...compiled import warm
 from ...errors import ConfigError
 from ...results import MeasureResult
 from ...roles import Roles
@@ -179,6 +180,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=lambda p, roles: attack_figures(),
     needs=("original",),
+    start_up=warm,
     check=_check,
     alarm=attack_alarm,
     how_to_read=(

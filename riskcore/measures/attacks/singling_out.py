@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import Field
 
 from ... import progress
-from ...compiled import compiled
+from ...compiled import compiled, warm
 from ...errors import ConfigError
 from ...results import MeasureResult
 from ...roles import Roles
@@ -311,12 +311,20 @@ def count_queries(a: _Arrays, J: np.ndarray, OP: np.ndarray, V: np.ndarray,
     return out
 
 
+#: batches of 1,000 multivariate attempts counted in one pass, at most (the group doubles from
+#: one: data that singles out easily draws no more than before)
+BATCHES_PER_COUNT = 16
+
+
 def _multivariate_queries(syn: _Arrays, n_attacks: int, n_cols: int, max_attempts: int,
                           rng: np.random.Generator) -> tuple[list[Query], int]:
     """Queries of ``n_cols`` predicates built from random released rows, kept when they
-    single out their row (anonymeter's multivariate generator); built and counted a batch of
-    1,000 attempts at a time, then taken in order, so the queries and the number of attempts
-    are those of the one-by-one search."""
+    single out their row (anonymeter's multivariate generator); drawn 1,000 attempts at a
+    time, then taken in order, so the queries and the number of attempts are those of the
+    one-by-one search. Batches are counted in groups of up to :data:`BATCHES_PER_COUNT` (one
+    compiled pass on the budget's threads instead of a Python round per thousand attempts);
+    the generator's state after each batch is kept, and put back after the batch that
+    completes the attacks, so the draws that follow are those of the batch-by-batch search."""
     m = len(syn.cols)
     medians = np.array([float(np.nanmedian(x)) if syn.numeric[j] and np.isfinite(x).any()
                         else 0.0 for j, x in enumerate(syn.cols)])
@@ -324,12 +332,22 @@ def _multivariate_queries(syn: _Arrays, n_attacks: int, n_cols: int, max_attempt
     out: list[Query] = []
     seen: set[bytes] = set()
     attempts = 0
+    group = 1
     while len(out) < n_attacks and attempts < max_attempts:
         progress.tick("singling-out queries found", len(out), n_attacks)
-        batch = min(1000, max_attempts - attempts)
-        rows = rng.integers(0, syn.n, size=batch)
-        colsets = np.sort(np.argsort(rng.random((batch, m)), axis=1)[:, :n_cols], axis=1)
-        J = colsets.astype(np.int64)
+        sizes: list[int] = []
+        states: list[Mapping[str, Any]] = []
+        rows_list, order_list = [], []
+        left = max_attempts - attempts
+        while len(sizes) < group and left > 0:
+            batch = min(1000, left)
+            rows_list.append(rng.integers(0, syn.n, size=batch))
+            order_list.append(np.argsort(rng.random((batch, m)), axis=1)[:, :n_cols])
+            sizes.append(batch)
+            states.append(rng.bit_generator.state)
+            left -= batch
+        rows = np.concatenate(rows_list)
+        J = np.sort(np.concatenate(order_list), axis=1).astype(np.int64)
         V = np.zeros(J.shape, dtype=np.float64)
         for j in range(m):
             at = J == j
@@ -341,20 +359,28 @@ def _multivariate_queries(syn: _Arrays, n_attacks: int, n_cols: int, max_attempt
         V = np.where(missing, 0.0, V) + 0.0  # -0.0 is 0.0, as in a tuple
         counts = count_queries(syn, J, OP, V, limit=2)
         keys = np.concatenate([J, OP, V.view(np.int64)], axis=1)
-        # a query's count is a function of the query: a repeat of one that singled out is
-        # the only repeat that could have been kept, so only those are looked at, in order
-        taken = batch
-        for i in np.flatnonzero(counts == 1).tolist():
-            key = keys[i].tobytes()
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(tuple((int(J[i, p]), int(OP[i, p]), float(V[i, p]))
-                             for p in range(J.shape[1])))
+        hits = np.flatnonzero(counts == 1)
+        start = 0
+        for b, batch in enumerate(sizes):
+            # a query's count is a function of the query: a repeat of one that singled out
+            # is the only repeat that could have been kept, so only those are looked at
+            taken = batch
+            for i in hits[(hits >= start) & (hits < start + batch)].tolist():
+                key = keys[i].tobytes()
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append(tuple((int(J[i, p]), int(OP[i, p]), float(V[i, p]))
+                                 for p in range(J.shape[1])))
+                if len(out) == n_attacks:
+                    taken = i - start + 1
+                    break
+            attempts += taken
             if len(out) == n_attacks:
-                taken = i + 1
+                rng.bit_generator.state = states[b]  # as if no later batch had been drawn
                 break
-        attempts += taken
+            start += batch
+        group = min(2 * group, BATCHES_PER_COUNT)
     return out, attempts
 
 
@@ -513,6 +539,12 @@ def singling_out(
     )
 
 
+def _start_up() -> None:
+    """numba's set-up and the size correction's curve fit (scipy.optimize: 0.25 s)."""
+    warm()
+    import scipy.optimize  # noqa: F401
+
+
 class SinglingOutParams(Params):
     """Parameters of ``singling_out``."""
 
@@ -559,6 +591,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=lambda p, roles: attack_figures(),
     needs=("original",),
+    start_up=_start_up,
     check=_check,
     alarm=attack_alarm,
     how_to_read=(

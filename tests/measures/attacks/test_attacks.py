@@ -169,11 +169,16 @@ def test_the_compiled_query_counter_equals_the_row_by_row_definition(monkeypatch
     assert (want > 0).mean() > 0.3 and (want == 1).any() and (want == 0).any()
 
 
+CASE_MANY_GROUPS = 70  # queries of 3 columns, seed 5: the 70th in attempt 8,166 (batch 9 of 16)
+
+
 def test_multivariate_queries_are_those_of_the_one_by_one_search():
     """Issue 29: the multivariate generator looks only at the attempts that single out a row
     (a query's count is a function of the query); the queries kept and the number of
     attempts are those of the search that looks at every attempt in order, skipping any
-    query seen before, down to where the last query is found and where max_attempts stops."""
+    query seen before, down to where the last query is found and where max_attempts stops.
+    Batches counted together in growing groups leave the generator where the batch-by-batch
+    search leaves it (the baseline's and the size correction's draws come next)."""
     from riskcore.measures.attacks import singling_out as so
 
     rng = np.random.default_rng(4)
@@ -184,8 +189,7 @@ def test_multivariate_queries_are_those_of_the_one_by_one_search():
             rng.integers(0, 2, n).astype(np.int64)]
     table = so._Arrays(cols, [True, False, False, False], n, None)
 
-    def one_by_one(n_attacks, n_cols, max_attempts, seed):  # every attempt, in order
-        rng = np.random.default_rng(seed)
+    def one_by_one(n_attacks, n_cols, max_attempts, rng):  # every attempt, in order
         m = len(table.cols)
         medians = np.array([float(np.nanmedian(x)) if table.numeric[j] else 0.0
                             for j, x in enumerate(table.cols)])
@@ -217,13 +221,17 @@ def test_multivariate_queries_are_those_of_the_one_by_one_search():
                         break
         return out, attempts
 
-    for n_attacks, n_cols, max_attempts, seed in [(40, 2, 100_000, 0), (25, 3, 100_000, 1),
-                                                  (10_000, 2, 2_500, 2), (1, 4, 500, 3)]:
-        got = so._multivariate_queries(table, n_attacks, n_cols, max_attempts,
-                                       np.random.default_rng(seed))
-        want = one_by_one(n_attacks, n_cols, max_attempts, seed)
+    cases = [(40, 2, 100_000, 0), (25, 3, 100_000, 1), (10_000, 2, 2_500, 2),
+             (CASE_MANY_GROUPS, 3, 100_000, 5), (1, 4, 500, 3)]
+    for n_attacks, n_cols, max_attempts, seed in cases:
+        mine, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+        got = so._multivariate_queries(table, n_attacks, n_cols, max_attempts, mine)
+        want = one_by_one(n_attacks, n_cols, max_attempts, theirs)
         assert got == want, (n_attacks, n_cols, seed)
         assert want[0] and len(set(want[0])) == len(want[0])
+        assert mine.random() == theirs.random(), (n_attacks, n_cols, seed)
+        if n_attacks == CASE_MANY_GROUPS:  # found in a later batch of a group of four or more
+            assert len(want[0]) == n_attacks and want[1] > 3_000 and want[1] % 1000
     assert len(got[0]) == 1 and 1 < want[1] < 500  # the search stopped at its first find
 
 

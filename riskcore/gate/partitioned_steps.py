@@ -124,6 +124,12 @@ class PartitionedSteps:
         self._with_households = False
         self._options: Mapping[str, Any] = {}
 
+    @property
+    def measures_here(self) -> bool:
+        """The families sampled rows feed run in this process (riskcore.gate.run begins
+        their start-up here): not on a Dask cluster's workers."""
+        return isinstance(self.executor, LocalExecutor)
+
     # ------------------------------------------------------------ Steps
     def load(self, gate: Gate, options: Mapping[str, Any]
              ) -> tuple[dict[str, Any], list[TableInfo]]:

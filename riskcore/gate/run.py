@@ -30,7 +30,7 @@ from .. import progress
 from ..alignment import Alignment, align_tables
 from ..data import ColumnType, EncodedTable, encode_tables, looks_numeric
 from ..errors import ConfigError, InputError, RiskgateError, StorageError
-from ..measures import BY_NAME, MeasureInputs, start_up
+from ..measures import BY_NAME, MeasureInputs, StartUp, start_up
 from ..measures.family import Params
 from ..memory import release_memory
 from ..processes import Terminated
@@ -453,7 +453,7 @@ class _Run:
     signer: Signer | None = None
     spans: progress.WorkSpans = field(default_factory=progress.WorkSpans)
     #: the families' start-up, begun beside the load (:func:`riskcore.measures.start_up`)
-    starting: threading.Thread | None = None
+    starting: StartUp | None = None
 
     @property
     def folder(self) -> str:
@@ -582,14 +582,16 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
                                                   f"{redact_text(str(exc))}"])
         run.files = {k: v for k, v in run.files.items() if k == "validation.json"}
         run.measures, run.per_record, run.examples = [], None, None
+    if run.starting is not None:  # the measures ran or never will: no family left to set up
+        run.starting.cancel()
     outcome = finish(run, decision)
     if run.starting is not None:  # the verdict is written; no import left running at exit
         run.starting.join(timeout=START_UP_JOIN_S)
     return outcome
 
 
-#: the longest a finished run waits for its families' start-up thread (a second, usually
-#: none: the start-up ends while the tables load)
+#: the longest a finished run waits for the import its families' start-up was in when the run
+#: ended (the rest is cancelled): a second at most, measured
 START_UP_JOIN_S = 30.0
 
 

@@ -69,16 +69,26 @@ def run_measure(name: str, inputs: MeasureInputs,
         return fam.run(inputs, fam.parse(params))
 
 
-def start_up(names: Collection[str]) -> threading.Thread:
+class StartUp:
     """The one-off set-up of the families ``names`` (:attr:`MeasureFamily.start_up`), begun
     in a thread: a gate runs it while its tables load and its checks run, and its families
     then start without it (issue 29: it was 0.5-1.3 s of one thread in each attack family's
-    first run, 80-97 % of it on the benchmark's 20,000 rows). A set-up that fails is only
-    logged: the family sets itself up again when it runs, and reports its own error."""
+    first run, 80-97 % of it on the benchmark's 20,000 rows). ``cancel`` skips the families
+    not yet begun (a run that ends before its measures: unclean data). A set-up that fails
+    is only logged: the family sets itself up again when it runs, and reports its own error.
+    """
 
-    def run() -> None:
+    def __init__(self, names: Collection[str]) -> None:
+        self._cancelled = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(list(names),),
+                                        name="riskgate-start-up", daemon=True)
+        self._thread.start()
+
+    def _run(self, names: list[str]) -> None:
         for name in names:
             fam = BY_NAME.get(name)
+            if self._cancelled.is_set():
+                return
             if fam is None or fam.start_up is None:
                 continue
             try:
@@ -86,10 +96,24 @@ def start_up(names: Collection[str]) -> threading.Thread:
             except Exception:
                 logging.getLogger(__name__).debug("start-up of %s failed", name, exc_info=True)
 
-    thread = threading.Thread(target=run, name="riskgate-start-up", daemon=True)
-    thread.start()
-    return thread
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+
+def start_up(names: Collection[str]) -> StartUp:
+    """Begin the families' one-off set-up in a thread (:class:`StartUp`)."""
+    return StartUp(names)
 
 
 __all__ = ["BY_NAME", "FAMILIES", "SECTIONS", "MeasureFamily", "MeasureInputs", "Params",
-           "family", "run_measure", "start_up"]
+           "StartUp", "family", "run_measure", "start_up"]

@@ -118,22 +118,22 @@ def test_the_families_start_up_begins_with_the_run_and_ends_before_it_returns(
         example_files, tmp_path, monkeypatch):
     """Issue 29: a run begins its families' one-off set-up (riskcore.measures.start_up) as it
     starts, beside the load and the checks, for the families it measures, when they run in
-    its process; the thread has ended when the run returns, its verdict written."""
-    import threading
-
+    its process; when the run ends, what was not begun is cancelled (unclean data is never
+    measured) and the thread has ended when the run returns, its verdict written."""
     from riskcore.gate import run as gate_run
-    from riskcore.measures import start_up
+    from riskcore.measures import StartUp, start_up
 
-    begun: list[tuple[list[str], threading.Thread]] = []
+    begun: list[tuple[list[str], StartUp]] = []
 
-    def recording(names: Any) -> threading.Thread:
-        thread = start_up(names)
-        begun.append((list(names), thread))
-        return thread
+    def recording(names: Any) -> StartUp:
+        started = start_up(names)
+        begun.append((list(names), started))
+        return started
 
     monkeypatch.setattr(gate_run, "start_up", recording)
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
                       str(tmp_path / "out"))
+    cfg["measures"] = {**cfg["measures"], "singling_out": {"n_attacks": 50}, "alc": {}}
     gate = load_gate(cfg)
     outcome = run_gate(gate, "run-start-up", steps=LocalSteps())
     assert [names for names, _ in begun] == [list(gate.measures)]
@@ -144,3 +144,11 @@ def test_the_families_start_up_begins_with_the_run_and_ends_before_it_returns(
 
     run_gate(load_gate(cfg), "run-elsewhere", steps=Elsewhere())
     assert len(begun) == 1
+
+    dirty = pd.read_csv(example_files["released"], dtype=str)
+    dirty.loc[3, "weight"] = "heavy"
+    dirty.to_csv(tmp_path / "dirty.csv", index=False)
+    outcome = run_gate(load_gate({**cfg, "released": str(tmp_path / "dirty.csv")}), "run-dirty",
+                       steps=LocalSteps())
+    assert outcome.verdict == "REJECTED"
+    assert begun[1][1].cancelled and not begun[1][1].is_alive()

@@ -10,7 +10,8 @@ beside two busy processes. So every compiled call runs inside an explicit budget
   capped by a cgroup CPU quota: what a container was given, not what the host has);
 - a family's share: the process's budget divided by the families that run at once (at least
   one thread), applied with threadpoolctl to every OpenMP and BLAS library loaded
-  (scikit-learn's gradient boosting, NumPy's BLAS) and to numba's threading layer.
+  (scikit-learn's gradient boosting, NumPy's BLAS) and to numba's threading layer once a
+  parallel kernel launched it.
 
 threadpoolctl's BLAS limits are process-wide, so the budget is entered once around the parallel
 families (not inside each family thread), reference-counted across concurrent gates of one

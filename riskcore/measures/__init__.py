@@ -86,9 +86,9 @@ class StartUp:
 
     def _run(self, names: list[str]) -> None:
         for name in names:
-            fam = BY_NAME.get(name)
             if self._cancelled.is_set():
                 return
+            fam = BY_NAME.get(name)
             if fam is None or fam.start_up is None:
                 continue
             try:

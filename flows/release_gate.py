@@ -52,7 +52,6 @@ from riskcore.gate.cleanliness import CleanlinessReport, warm_up
 from riskcore.gate.config import Gate, config_mapping, load_gate
 from riskcore.gate.policy import CheckVerdict, Decision, Verdict
 from riskcore.gate.run import (
-    Beside,
     RunOutcome,
     encode_measured,
     error_outcome,
@@ -75,6 +74,7 @@ from riskcore.redact import install_log_redaction, redact_text, register
 from riskcore.results import MeasureResult
 from riskcore.signing import Signer, signer_from_environment
 from riskcore.storage import check_storage_options, join_url
+from riskcore.threads import Beside
 from riskgate.tasks.common import Held
 from riskgate.tasks.io import load_table, resolve_storage_options, write_outputs
 from riskgate.tasks.measure import encode_beside, encode_inputs, run_family

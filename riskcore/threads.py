@@ -24,6 +24,7 @@ the helpers of :func:`in_chunks`.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import sys
@@ -31,7 +32,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .errors import ConfigError
 
@@ -287,7 +288,45 @@ def in_chunks(n: int, work: Callable[[slice], None], chunk: int,
         h.result()
 
 
-__all__ = ["ENV", "ROWS_PER_MODEL_THREAD", "ROWS_PER_TREE_THREAD", "available_cores",
+T = TypeVar("T")
+
+
+class Beside(Generic[T]):
+    """Work begun in a thread beside a step (the encoding beside the checks, the families'
+    start-up beside the load). The thread runs in a copy of the caller's context, so its work
+    spans reach the run's record; ``wait`` gives the work's value or raises its error."""
+
+    def __init__(self, fn: Callable[[], T], name: str = "riskgate-beside") -> None:
+        self._done = threading.Event()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(self._run, fn), name=name,
+                         daemon=True).start()
+
+    def _run(self, fn: Callable[[], T]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # handed to whoever waits
+            self._error = exc
+        finally:
+            self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> T:
+        """The work's value (its error raised); TimeoutError if it has not ended within
+        ``timeout`` seconds."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"the work beside did not end within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+
+__all__ = ["ENV", "ROWS_PER_MODEL_THREAD", "Beside", "ROWS_PER_TREE_THREAD", "available_cores",
            "current_limit", "family_threads", "in_chunks", "load_model_runtime", "model_threads",
            "process_budget", "start_models", "this_thread", "thread_budget", "tree_jobs",
            "tree_threads"]

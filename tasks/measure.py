@@ -7,10 +7,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from riskcore.gate.config import Gate
-from riskcore.gate.run import Beside, encode_measured, measure
+from riskcore.gate.run import encode_measured, measure
 from riskcore.measures import MeasureInputs
 from riskcore.measures.family import Params
 from riskcore.results import MeasureResult
+from riskcore.threads import Beside
 
 from .common import Held, clean_failure
 

@@ -10,18 +10,16 @@ never written again. Everything written passes :func:`riskcore.redact.redact`.
 
 from __future__ import annotations
 
-import contextvars
 import io
 import json
 import logging
 import platform
-import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -315,37 +313,6 @@ def report_link(report_url: str | None, gate: Gate, options: Mapping[str, Any] |
 
 
 # ---------------------------------------------------------------- the sequence
-T = TypeVar("T")
-
-
-class Beside(Generic[T]):
-    """Work begun in a thread beside a step (the encoding beside the checks). The thread runs
-    in a copy of the caller's context, so its work spans reach the run's record; ``wait``
-    gives the work's value or raises its error."""
-
-    def __init__(self, fn: Callable[[], T], name: str = "riskgate-beside") -> None:
-        self._done = threading.Event()
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        context = contextvars.copy_context()
-        threading.Thread(target=context.run, args=(self._run, fn), name=name,
-                         daemon=True).start()
-
-    def _run(self, fn: Callable[[], T]) -> None:
-        try:
-            self._value = fn()
-        except BaseException as exc:  # handed to whoever waits
-            self._error = exc
-        finally:
-            self._done.set()
-
-    def wait(self) -> T:
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._value  # type: ignore[return-value]
-
-
 class Steps(Protocol):
     """How each step runs: in this process, or as orchestrated tasks. Steps whose ``encode``
     gives a table of distinct rows (a partitioned table) also have ``write_per_record``
@@ -744,6 +711,6 @@ def error_record(release_id: str, run_id: str, message: str,
     return redact(to_jsonable(doc))  # type: ignore[no-any-return]
 
 
-__all__ = ["Beside", "ConfigError", "InputError", "LocalSteps", "RunOutcome", "Steps",
+__all__ = ["ConfigError", "InputError", "LocalSteps", "RunOutcome", "Steps",
            "encode", "error_outcome", "error_record", "load_input", "measure", "run_gate",
            "validate", "write_run"]

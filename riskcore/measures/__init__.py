@@ -10,11 +10,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Collection, Mapping
+from contextlib import suppress
+from functools import partial
 from typing import Any
 
 from .. import progress
 from ..errors import ConfigError
 from ..results import MeasureResult
+from ..threads import Beside
 from . import (
     copies,
     drisk,
@@ -80,9 +83,7 @@ class StartUp:
 
     def __init__(self, names: Collection[str]) -> None:
         self._cancelled = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(list(names),),
-                                        name="riskgate-start-up", daemon=True)
-        self._thread.start()
+        self._work = Beside(partial(self._run, list(names)), name="riskgate-start-up")
 
     def _run(self, names: list[str]) -> None:
         for name in names:
@@ -104,10 +105,12 @@ class StartUp:
         return self._cancelled.is_set()
 
     def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
+        """Wait for the start-up to end, for at most ``timeout`` seconds."""
+        with suppress(TimeoutError):
+            self._work.wait(timeout)
 
     def is_alive(self) -> bool:
-        return self._thread.is_alive()
+        return not self._work.done
 
 
 def start_up(names: Collection[str]) -> StartUp:

@@ -94,7 +94,7 @@ def test_work_beside_records_its_span_and_hands_over_its_error():
     import pytest
 
     from riskcore import progress
-    from riskcore.gate.run import Beside
+    from riskcore.threads import Beside
 
     spans = progress.WorkSpans()
 

@@ -265,24 +265,28 @@ def select_baseline(data: ALCData, secret: str, known: Sequence[str], rows: np.n
     seconds: dict[str, float] = {}
     errors: dict[str, str] = {}
     candidates = [m for m in models if not (m == "one_to_one" and otop is None)]
-    fitted: list[tuple[np.ndarray, np.ndarray] | str] = [""] * len(candidates)
+    # per candidate: (predictions or the error that skips it, seconds), each slot its fit's own
+    fitted: list[tuple[tuple[np.ndarray, np.ndarray] | str, float]] = [("", 0.0)] * len(
+        candidates)
 
     def fit(sl: slice) -> None:
         for i in range(sl.start, sl.stop):
             t0 = time.perf_counter()
+            outcome: tuple[np.ndarray, np.ndarray] | str
             try:
-                fitted[i] = BaselineModel(data, secret, known, candidates[i], seed,
-                                          otop).fit(train).predict(test)
+                outcome = BaselineModel(data, secret, known, candidates[i], seed,
+                                        otop).fit(train).predict(test)
             except (ValueError, MemoryError) as exc:  # a candidate that cannot fit is skipped
-                fitted[i] = str(exc)[:300]
-            finally:
-                seconds[candidates[i]] = round(time.perf_counter() - t0, 3)
+                outcome = str(exc)[:300]
+            fitted[i] = (outcome, round(time.perf_counter() - t0, 3))
 
     # the candidates are independent fits of one model thread each (under 100,000 rows): they
     # share the attack's threads (the family's budget, :func:`tree_jobs`) instead of queueing
     in_chunks(len(candidates), fit, 1, threads=max(1, tree_jobs() // (current_limit() or 1)))
     best_name, best_score = None, -1.0
-    for name, outcome in zip(candidates, fitted, strict=True):  # in order: the same choice
+    # in the candidates' order, whichever fit ended first: the same choice, the same keys
+    for name, (outcome, took) in zip(candidates, fitted, strict=True):
+        seconds[name] = took
         if isinstance(outcome, str):
             scores[name] = None
             errors[name] = outcome

@@ -55,11 +55,15 @@ def auth_headers() -> dict[str, str]:
 
 
 def refused(status: int, url: str) -> ApiUnavailable | None:
-    """One clear line for an API that refuses us for want of credentials."""
+    """One clear line for an API that refuses us for want of credentials: none given, or
+    not the server's."""
     if status in (401, 403):
-        return ApiUnavailable(f"the Prefect API at {url} refused the request ({status}): it "
-                              "requires authentication; set PREFECT_API_AUTH_STRING to the "
-                              "server's PREFECT_SERVER_API_AUTH_STRING")
+        given = bool(auth_headers())
+        why = ("the PREFECT_API_AUTH_STRING given is not the server's" if given else
+               "it requires authentication and PREFECT_API_AUTH_STRING is not set (or empty)")
+        return ApiUnavailable(f"the Prefect API at {url} refused the request ({status}): {why}; "
+                              "set PREFECT_API_AUTH_STRING to the server's "
+                              "PREFECT_SERVER_API_AUTH_STRING")
     return None
 
 
@@ -80,6 +84,17 @@ def check_api(url: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
     if response.status_code != 200:
         raise ApiUnavailable(f"the Prefect API at {url} answered {response.status_code} to its "
                              "health check; check the server")
+    # the health check needs no credentials (Prefect leaves it open for probes): one request
+    # that does, so that a missing or wrong auth string is this line, not a later failure
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/admin/version", timeout=timeout,
+                             headers=auth_headers())
+    except httpx.HTTPError as exc:
+        raise ApiUnavailable(f"the Prefect API at {url} is unreachable ({type(exc).__name__})"
+                             ) from None
+    denied = refused(response.status_code, url)
+    if denied is not None:
+        raise denied
 
 
 def _free_port() -> int:

@@ -13,3 +13,11 @@ LOST_MESSAGE = "ERROR: the gate run stopped sending heartbeats"
 #: after the state: ``prefect.flow-run.Approved``...)
 VERDICT_STATE_NAMES = {"APPROVED": "Approved", "NEEDS_REVIEW": "NeedsReview",
                        "REJECTED": "Rejected", "ERROR": "Error"}
+#: the Prefect Variables that hold the config URLs of the triggered gates (events and release
+#: manifests) and of the nightly re-check (riskgate deploy --trigger-config / --nightly-config)
+TRIGGER_CONFIG_VARIABLE = "riskgate_trigger_config"
+NIGHTLY_CONFIG_VARIABLE = "riskgate_nightly_config"
+#: a deployment's tag that records the SHA-256 of the config pinned when it was deployed; a
+#: run whose config no longer has it ends ERROR (the Variable was re-pinned, or the file
+#: edited, without a redeploy)
+CONFIG_TAG_PREFIX = "riskgate-config:sha256:"

@@ -35,6 +35,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -70,9 +71,9 @@ from riskcore.gate.trigger import (
 )
 from riskcore.measures import MeasureInputs
 from riskcore.processes import STOPPED, Terminated, leave_soon
-from riskcore.redact import install_log_redaction, redact_text, register
+from riskcore.redact import install_log_redaction, redact_text
 from riskcore.results import MeasureResult
-from riskcore.signing import Signer, signer_from_environment
+from riskcore.signing import signer_from_environment
 from riskcore.storage import check_storage_options, join_url
 from riskcore.threads import Beside
 from riskgate.tasks.common import Held
@@ -82,12 +83,12 @@ from riskgate.tasks.tell import check_line, emit_verdict, publish
 from riskgate.tasks.validate import validate_inputs
 
 from .limits import GateSlot, ensure_defaults, take_trigger_rate
-from .names import LOST_MESSAGE, VERDICT_STATE_NAMES
+from .names import (
+    LOST_MESSAGE,
+    VERDICT_STATE_NAMES,
+)
+from .pinned import check_deployed, nightly_config_url, pinned_config_url, read_manifest
 
-#: the Prefect Variable that holds the nightly re-check's config URL
-NIGHTLY_CONFIG_VARIABLE = "riskgate_nightly_config"
-#: the Prefect Variable that holds the triggered gate's pinned config URL (issue 26)
-TRIGGER_CONFIG_VARIABLE = "riskgate_trigger_config"
 #: seconds a triggered run waits for its event to be readable from the API's event store
 EVENT_READ_TIMEOUT_S = 60.0
 RELEASE_ID = re.compile(RELEASE_ID_PATTERN)
@@ -375,12 +376,17 @@ def _label_run(release_id: str, verdict: str | None, run_id: Any = None) -> None
         logging.getLogger("riskgate.gate").debug("could not label the run: %s", exc)
 
 
-def _event_payload(trigger: Mapping[str, Any]) -> Any:
+def _event_payload(trigger: Mapping[str, Any], inline: bool = True) -> Any:
     """The triggering event's payload, read from the API's event store by the event's id: the
     deployment's trigger hands the flow the id alone, so that a payload (and whatever a
     pipeline put in it) never becomes a flow-run parameter stored in Prefect's database. A
-    payload given directly (a test, ``serve`` of an older deployment) is taken as given."""
+    payload given directly is taken as given only in a run that is not a deployment's
+    (``inline``: a test in this process); a deployed run reads events alone."""
     if "payload" in trigger:
+        if not inline:
+            raise ConfigError("trigger: a deployed gate reads its payload from the event "
+                              "store by the event's id; a payload given as a parameter is "
+                              "refused")
         return trigger["payload"]
     event_id = str(trigger.get("event_id") or "")
     try:
@@ -414,18 +420,9 @@ def _trigger_context(trigger: Mapping[str, Any] | None, payload: Any) -> dict[st
 
 
 def _pinned_config(config: Any) -> Any:
-    """The triggered gate's config: the deployment's ``config`` parameter, else the Prefect
-    Variable ``riskgate_trigger_config`` (riskgate deploy --trigger-config URL)."""
-    if config is not None:
-        return config
-    from prefect.variables import Variable
-
-    value = Variable.get(TRIGGER_CONFIG_VARIABLE, default=None)
-    if not value:
-        raise ConfigError(f"no pinned gate config for triggered runs: deploy with riskgate "
-                          f"deploy --trigger-config URL (the Prefect Variable "
-                          f"'{TRIGGER_CONFIG_VARIABLE}'); a payload never names the config")
-    return str(value)
+    """The triggered gate's config: the given one (a run in this process, a test), else the
+    Prefect Variable ``riskgate_trigger_config`` (riskgate deploy --trigger-config URL)."""
+    return config if config is not None else pinned_config_url()
 
 
 def _related(trigger: Mapping[str, Any] | None) -> list[dict[str, str]]:
@@ -436,62 +433,46 @@ def _related(trigger: Mapping[str, Any] | None) -> list[dict[str, str]]:
               "prefect.resource.role": "trigger"}] if event_id else [])
 
 
-def _signer(gate: Gate) -> Signer | None:
-    """The decision's signing key: $RISKGATE_SIGNING_KEY's file, else the Prefect Secret block
-    the config names (its value registered for redaction), else None (unsigned)."""
-    signer = signer_from_environment()
-    name = gate.config.signing.secret_block
-    if signer is not None or not name:
-        return signer
-    from prefect.blocks.system import Secret
+def _signer() -> Any:
+    """What signs the decision: the signer service ($RISKGATE_SIGNER_SOCKET), else (a run that
+    is not a deployment's) the key file $RISKGATE_SIGNING_KEY names, else None (unsigned). A
+    deployed run never reads a key file (:func:`riskcore.signing.signer_from_environment`)."""
+    from prefect.runtime import deployment
 
-    try:
-        pem = Secret.load(name).get()  # type: ignore[union-attr]
-    except Exception as exc:
-        raise ConfigError(f"signing.secret_block: the Prefect Secret block '{name}' cannot be "
-                          f"loaded ({type(exc).__name__}); create it with the private key's "
-                          "PEM") from None
-    register([pem])
-    return Signer.from_pem(str(pem).encode(), f"Secret block '{name}'")
+    return signer_from_environment(deployed=bool(deployment.id))
 
 
 def _nightly_config() -> str:
-    from prefect.variables import Variable
-
-    value = Variable.get(NIGHTLY_CONFIG_VARIABLE, default=None)
-    if not value:
-        raise ConfigError(f"no gate config: set the Prefect Variable "
-                          f"'{NIGHTLY_CONFIG_VARIABLE}' to the config URL (riskgate deploy "
-                          "--nightly-config URL), or pass the 'config' parameter")
-    return str(value)
+    return nightly_config_url()
 
 
-def _fail_before_gate(exc: RiskgateError, run_id: str, config: Any,
-                      trigger: Mapping[str, Any] | None, context: dict[str, Any],
-                      options: Mapping[str, Any], log: logging.Logger | logging.LoggerAdapter[Any],
-                      release_id: str = "", overrides: Mapping[str, Any] | None = None
-                      ) -> RunOutcome:
+def _fail_before_gate(exc: RiskgateError, run_id: str, request: Request,
+                      context: dict[str, Any], options: Mapping[str, Any],
+                      log: logging.Logger | logging.LoggerAdapter[Any], release_id: str = "",
+                      config: Any = None) -> RunOutcome:
     """The config (or the trigger) could not be used: ERROR, written wherever an output
     location is known (the config's, the pinned one for a triggered run: never a payload's),
     under the payload's release id when it is a valid one, and the verdict event always."""
     message = f"{type(exc).__name__}: {redact_text(str(exc))}"
+    trigger = request.trigger
     payload = (trigger or {}).get("payload") if isinstance(trigger, Mapping) else None
     if payload is None and trigger is not None:
         try:
-            payload = _event_payload(trigger)
+            payload = _event_payload(trigger, inline=not request.deployed)
         except Exception:
             payload = None
     payload = payload if isinstance(payload, Mapping) else {}
     release_id = release_id or str(payload.get("release_id") or "")
     output_url = None
-    source = config
+    source = config if config is not None else request.config
     if source is None:  # a triggered run's pinned config, a nightly run's configured one
         try:
-            source = _pinned_config(None) if trigger is not None else _nightly_config()
+            source = _pinned_config(None) if request.pinned else _nightly_config()
         except Exception:
             source = None
     if source is not None:
         try:  # the raw config, unvalidated: only where to write and under which release
+            overrides = None if request.pinned or request.refused else request.overrides
             raw, _ = config_mapping(source, overrides, options)
             output_url = output_url or raw.get("output_url")
             release_id = release_id or str(raw.get("release_id") or "")
@@ -537,18 +518,17 @@ def _tell_error(flow_run: Any, state: State[Any], how: str) -> None:
         if any(t.startswith("verdict:") and t != "verdict:NEEDS_REVIEW" for t in tags):
             return  # its verdict was told before the process ended
         params = dict(getattr(flow_run, "parameters", None) or {})
-        trigger = params.get("trigger") if isinstance(params.get("trigger"), Mapping) else None
+        request = _request_of(flow_run, params)
+        trigger = dict(request.trigger) if request.trigger is not None else None
         exc = Terminated(f"the gate's process {how} ({state.type.value}: "
                          f"{redact_text(str(state.message or 'no message'))[:200]}); no "
                          "decision was reached: re-run the gate")
         known = next((t.split(":", 1)[1] for t in tags if t.startswith("release:")), "")
-        overrides = params.get("overrides")
-        outcome = _fail_before_gate(exc, str(flow_run.id), params.get("config"), trigger,
+        options = params.get("storage_options")
+        outcome = _fail_before_gate(exc, str(flow_run.id), request,
                                     _trigger_context(trigger, None),
-                                    dict(params.get("storage_options") or {}), log,
-                                    release_id=known, overrides=overrides
-                                    if isinstance(overrides, Mapping) and trigger is None
-                                    else None)
+                                    dict(options) if isinstance(options, Mapping) else {}, log,
+                                    release_id=known)
         emit_verdict(outcome.to_dict(), related=_related(trigger))
         _label_run(outcome.release_id, outcome.verdict, run_id=flow_run.id)
         if state.is_crashed():
@@ -561,6 +541,20 @@ def _tell_error(flow_run: Any, state: State[Any], how: str) -> None:
     except Exception as err:  # a hook never raises into the worker
         log.warning("the ERROR verdict of the ended run %s could not be told: %s",
                     getattr(flow_run, "id", "?"), redact_text(f"{type(err).__name__}: {err}"))
+
+
+def _request_of(flow_run: Any, params: Mapping[str, Any]) -> Request:
+    """What an ended run was asked, from its parameters: a deployed gate's run (it has a
+    deployment) names a trigger or a manifest at most; a command-line run its config."""
+    def mapping(key: str) -> Mapping[str, Any] | None:
+        value = params.get(key)
+        return value if isinstance(value, Mapping) else None
+
+    if getattr(flow_run, "deployment_id", None):
+        return Request(trigger=mapping("trigger"), manifest=mapping("manifest"),
+                       deployed=True)
+    return Request(config=params.get("config"), overrides=mapping("overrides"),
+                   trigger=mapping("trigger"))
 
 
 @flow(name="riskgate-lost-run", log_prints=False, retries=0, validate_parameters=False)
@@ -603,15 +597,16 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
                  trigger: dict[str, Any] | None = None,
                  storage_options: dict[str, Any] | None = None,
                  dask_address: str | None = None, origin: str | None = None) -> State[Any]:
-    """Decide whether a release candidate may be published.
+    """Decide whether a release candidate may be published (``riskgate gate``; the deployed
+    runs use :func:`deployed_gate`, which takes no config).
 
     Args:
         config: the gate config's path or URL (or a mapping); None reads the Prefect Variable
             ``riskgate_nightly_config`` (the nightly re-check).
         overrides: config keys to replace (release_id, original, released, control,
             identification, output_url, policy).
-        trigger: set by the event trigger: ``{event_id, event, occurred, payload}``; the
-            payload's keys override the config's (see :mod:`riskcore.gate.trigger`).
+        trigger: ``{event_id, event, occurred}`` of a trigger event (its payload is read from
+            the API's event store and names the release: :mod:`riskcore.gate.trigger`).
         storage_options: fsspec options to read the config (never credentials).
         dask_address: a Dask scheduler for a partitioned release's per-partition work (a
             folder of Parquet files); without it the partitions are read one after another.
@@ -622,16 +617,63 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
         The final state; its data is the outcome (verdict, exit_code, folder, decision and
         report URLs, reasons, checks).
     """
+    request = Request(config=config, overrides=overrides, trigger=trigger, origin=origin)
+    return _guarded(request, storage_options, dask_address)
+
+
+@flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
+      task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
+      on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
+def deployed_gate(trigger: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
+                  **refused: Any) -> State[Any]:
+    """The gate as its deployments run it: under the config pinned at deploy time, and
+    nothing a run's parameters say can change that.
+
+    Args:
+        trigger: set by ``on-anonymization``'s event trigger: ``{event_id, event, occurred}``.
+        manifest: set by ``watch-releases``: ``{url, sha256}`` of a release manifest.
+        refused: any other parameter (``config``, ``overrides``, ``policy``...): the run ends
+            ERROR naming it; the rules are the custodian's, pinned by ``riskgate deploy``.
+
+    Without ``trigger`` or ``manifest`` (``nightly-recheck``) the nightly config is gated.
+    """
+    request = Request(trigger=trigger, manifest=manifest, refused=tuple(sorted(refused)),
+                      deployed=True)
+    return _guarded(request, None, None)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a gate run was asked: a config (the command line), a trigger event, a release
+    manifest, or (deployed runs) nothing but the pinned config; and any parameter refused."""
+
+    config: Any = None
+    overrides: Mapping[str, Any] | None = None
+    trigger: Mapping[str, Any] | None = None
+    manifest: Mapping[str, Any] | None = None
+    origin: str | None = None
+    refused: tuple[str, ...] = ()
+    deployed: bool = False
+
+    @property
+    def pinned(self) -> bool:
+        """The run is judged under the triggered gates' pinned config."""
+        return self.trigger is not None or self.manifest is not None
+
+
+def _guarded(request: Request, storage_options: dict[str, Any] | None,
+             dask_address: str | None) -> State[Any]:
+    """One gate run that always ends in a verdict (:func:`_gate_run`, failing closed)."""
     install_log_redaction()
     warm_up()  # Great Expectations' import overlaps the run's start-up and the loading
     log = _logger()
     run_id = str(runtime_flow_run.id or f"local-{uuid.uuid4()}")
+    trigger = dict(request.trigger) if request.trigger is not None else None
     try:
-        return _gate_run(log, run_id, config, overrides, trigger, storage_options,
-                         dask_address, origin)
+        return _gate_run(log, run_id, request, storage_options, dask_address)
     except TerminationSignal:  # SIGTERM: an ERROR decision and verdict, then Prefect's own end
         leave_soon()
-        outcome = _fail_before_gate(Terminated(STOPPED), run_id, config, trigger, {}, {}, log)
+        outcome = _fail_before_gate(Terminated(STOPPED), run_id, request, {}, {}, log)
         try:
             emit_verdict(outcome.to_dict(), related=_related(trigger))
             _label_run(outcome.release_id, outcome.verdict)
@@ -645,7 +687,7 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
             log.error("the gate failed: %s", redact_text(f"{type(exc).__name__}: {exc}"),
                       exc_info=True)
             failure = RiskgateError(f"unexpected {type(exc).__name__}: {exc}")
-        outcome = _fail_before_gate(failure, run_id, config, trigger, {}, {}, log)
+        outcome = _fail_before_gate(failure, run_id, request, {}, {}, log)
         try:
             emit_verdict(outcome.to_dict(), related=_related(trigger))
         except Exception:
@@ -673,36 +715,52 @@ def _steps(gate: Gate, options: Mapping[str, Any], steps: PrefectSteps,
     return PrefectPartitionedSteps(steps, executor=executor)
 
 
-def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, config: Any,
-              overrides: dict[str, Any] | None, trigger: dict[str, Any] | None,
-              storage_options: dict[str, Any] | None, dask_address: str | None = None,
-              origin: str | None = None) -> State[Any]:
+def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, request: Request,
+              storage_options: dict[str, Any] | None, dask_address: str | None = None
+              ) -> State[Any]:
     base_options = dict(storage_options or {})
     context: dict[str, Any] = {}
     payload: TriggerPayload | None = None
+    trigger = dict(request.trigger) if request.trigger is not None else None
     try:
         check_storage_options(base_options, "storage_options parameter")
-        if trigger is not None:  # pinned rules: the payload names the release, nothing else
-            raw = _event_payload(trigger)
-            context = _trigger_context(trigger, raw)
-            source = _pinned_config(config)
+        if request.refused:
+            raise ConfigError(
+                f"parameter(s) {list(request.refused)} are not accepted by a deployed gate: "
+                "its config, policy and inputs are pinned by riskgate deploy (--trigger-config, "
+                "--nightly-config), and a run names its release only through a trigger event "
+                "or a release manifest")
+        if request.pinned:  # pinned rules: the payload names the release, nothing else
+            source = _pinned_config(request.config)
             pinned = load_gate(source, None, base_options)
-            payload = parse_payload(raw, context["trigger"]["event_id"], pinned.config.trigger,
-                                    pinned.source)
+            if request.deployed:
+                check_deployed(pinned)
+            if trigger is not None:
+                raw = _event_payload(trigger, inline=not request.deployed)
+                context = _trigger_context(trigger, raw)
+                payload = parse_payload(raw, context["trigger"]["event_id"],
+                                        pinned.config.trigger, pinned.source)
+            else:
+                payload, context = read_manifest(
+                    dict(request.manifest or {}), pinned,
+                    resolve_storage_options(pinned.config, base_options))
             context["trigger"]["checksums"] = dict(payload.checksums)
             merged = payload.overrides()
             origins = {"config": "deployment", **{k: "payload" for k in merged}}
         else:
+            config = request.config
             source = config if config is not None else _nightly_config()
-            merged = dict(overrides or {})
-            given = origin or "parameter"
+            merged = dict(request.overrides or {})
+            given = request.origin or "parameter"
             origins = {"config": given if config is not None else "deployment",
                        **{k: given for k in merged}}
         gate = load_gate(source, merged, base_options, origins)
+        if request.deployed and not request.pinned:
+            check_deployed(gate)
         options = resolve_storage_options(gate.config, base_options)
-        signer = _signer(gate)
+        signer = _signer()
     except RiskgateError as exc:
-        outcome = _fail_before_gate(exc, run_id, config, trigger, context, base_options, log)
+        outcome = _fail_before_gate(exc, run_id, request, context, base_options, log)
         emit_verdict(outcome.to_dict(), related=_related(trigger))
         _label_run(outcome.release_id, outcome.verdict)
         return final_state(outcome)
@@ -710,14 +768,14 @@ def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, con
     release_id = gate.config.release_id
     _label_run(release_id, None)
     ensure_defaults()
-    if trigger is not None:
+    if request.pinned:
         take_trigger_rate(log)
     slot = GateSlot(log)
     try:
         slot.acquire()
     except RiskgateError as exc:
-        outcome = _fail_before_gate(exc, run_id, gate.config.model_dump(mode="json"), trigger,
-                                    context, options, log)
+        outcome = _fail_before_gate(exc, run_id, request, context, options, log,
+                                    config=gate.config.model_dump(mode="json"))
         emit_verdict(outcome.to_dict(), related=_related(trigger))
         _label_run(release_id, outcome.verdict)
         return final_state(outcome)

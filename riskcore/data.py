@@ -19,7 +19,7 @@ from .roles import ColumnType, MissingPolicy, Roles
 
 __all__ = ["ColumnType", "EncodedColumn", "EncodedTable", "MissingPolicy", "NUMBER_PATTERN",
            "Roles", "check_columns", "distinct", "encode_table", "encode_tables", "infer_type",
-           "infinite_rows", "looks_numeric", "map_distinct", "number_series",
+           "has_leading_zero", "infinite_rows", "looks_numeric", "map_distinct", "number_series",
            "numeric_values"]
 
 
@@ -30,6 +30,10 @@ _SPACE = "[ \\t\\n\\r\\f\\v]*"
 NUMBER_PATTERN = (f"^{_SPACE}[-+]?(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
                   f"{_SPACE}$")
 _NUMBER = re.compile(NUMBER_PATTERN)
+#: a number written with a leading zero ("007", "01000", "-05") is a code, not a quantity:
+#: its column is text, and "01000" never equals "1000" ("0", "0.5" and "0e3" are numbers)
+LEADING_ZERO_PATTERN = f"^{_SPACE}[-+]?0[0-9]"
+_LEADING_ZERO = re.compile(LEADING_ZERO_PATTERN)
 
 
 def distinct(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
@@ -160,13 +164,26 @@ def used_values(series: pd.Series) -> pd.Index:
 
 def looks_numeric(series: pd.Series) -> bool:
     """True when every non-missing cell of a column is a number (numeric dtype, or text that
-    matches :data:`NUMBER_PATTERN`); each distinct value is tested once."""
+    matches :data:`NUMBER_PATTERN` without a leading zero: ``007`` is a code); each distinct
+    value is tested once."""
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return True
     values = used_values(series)
     if len(values) == 0:
         return False
-    return bool(_as_text(values, series.dtype).str.match(_NUMBER).all())
+    text = _as_text(values, series.dtype)
+    return bool(text.str.match(_NUMBER).all()) and not bool(
+        text.str.match(_LEADING_ZERO).any())
+
+
+def has_leading_zero(series: pd.Series) -> bool:
+    """True when some cell of a text column is a number written with a leading zero (a code:
+    :data:`LEADING_ZERO_PATTERN`); typed numbers have none."""
+    if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        return False
+    values = used_values(series)
+    return bool(len(values)) and bool(
+        _as_text(values, series.dtype).str.match(_LEADING_ZERO).any())
 
 
 def _as_text(values: pd.Index, dtype: object) -> pd.Series:
@@ -383,6 +400,65 @@ def sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, categories
 
 
+#: integers at or beyond this magnitude lose their identity as float64 (2**53 + 1 reads as 2**53)
+EXACT_INTEGERS_FROM = 2.0**53
+
+
+def _exact_ints(series: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
+    """A column's values as exact integers (int64, uint64, or Python ints beyond both) and
+    its missing mask, or None when a value is not a whole number written as one."""
+    if pd.api.types.is_integer_dtype(series.dtype):
+        missing = series.isna().to_numpy()
+        kind = np.uint64 if pd.api.types.is_unsigned_integer_dtype(series.dtype) else np.int64
+        return series.to_numpy(dtype=kind, na_value=0), missing
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        return None  # floats: their identity is their float value already
+    codes, uniques = distinct(series)
+    parsed: list[int] = []
+    for v in np.asarray(uniques, dtype=object):  # once per distinct value
+        text = str(v).strip()
+        if not text.lstrip("+-").isdigit():
+            return None
+        parsed.append(int(text))
+    try:
+        ints = np.asarray(parsed, dtype=np.int64)
+    except OverflowError:
+        try:
+            ints = np.asarray(parsed, dtype=np.uint64)
+        except OverflowError:
+            ints = np.asarray(parsed, dtype=object)
+    missing = codes < 0
+    return np.append(ints, ints[:1] if ints.size else np.zeros(1, ints.dtype))[codes], missing
+
+
+def exact_integer_codes(parts: Sequence[pd.Series], values: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Codes of a numeric column by exact integer value when some value is a whole number at
+    or beyond 2**53 (an identifier, a Parquet uint64 beyond 2**63), where float64 would merge
+    neighbours and raise k; None when float64 keeps every identity (the usual case, handled
+    by :func:`sorted_codes`). The categories stay float (labels, distances)."""
+    finite = values[np.isfinite(values)]
+    if not finite.size or float(np.abs(finite).max()) < EXACT_INTEGERS_FROM:
+        return None
+    exact = [_exact_ints(s) for s in parts]
+    if any(e is None for e in exact):
+        return None
+    arrays = [e[0] for e in exact if e is not None]
+    missing = np.concatenate([e[1] for e in exact if e is not None])
+    kinds = {a.dtype for a in arrays}
+    if kinds == {np.dtype(np.int64)} or kinds == {np.dtype(np.uint64)}:
+        joint = np.concatenate(arrays)
+    elif kinds == {np.dtype(np.int64), np.dtype(np.uint64)} and all(
+            a.dtype == np.uint64 or not (a < 0).any() for a in arrays):
+        joint = np.concatenate([a.astype(np.uint64) for a in arrays])
+    else:  # negative and beyond 2**63 in one column: Python's integers
+        joint = np.concatenate([a.astype(object) for a in arrays])
+    uniques, inverse = np.unique(joint[~missing], return_inverse=True)
+    codes = np.full(joint.size, -1, dtype=np.int32)
+    codes[~missing] = inverse.astype(np.int32)
+    return codes, np.asarray(uniques, dtype=np.float64)
+
+
 def encode_tables(
     frames: Mapping[str, pd.DataFrame],
     roles: Roles,
@@ -432,7 +508,8 @@ def encode_tables(
             parts = [numeric_values(s, name, col) for name, s in present.items()]
             values_all = np.concatenate(parts)
             del parts
-            codes_all, categories = sorted_codes(values_all)
+            exact = exact_integer_codes(list(present.values()), values_all)
+            codes_all, categories = exact if exact is not None else sorted_codes(values_all)
         else:
             # first-appearance order over the tables in turn (pd.factorize of their
             # concatenation), from each column's distinct values: no per-row hashing of text

@@ -82,7 +82,8 @@ class ControlOverlap:
     ``expected`` is the share of original rows equal to another original row (leave-one-out:
     a row drawn from the same population as the original meets a copy of itself among the
     original's other rows at that rate, so two disjoint halves of one sample coincide on it).
-    ``z`` is the one-sided two-proportion statistic of ``share`` over ``expected``; the
+    ``z`` is the one-sided two-proportion statistic of ``share`` over ``expected``, its
+    variance the pooled chance rate's under the null (the two shares equal); the
     overlap is ``excessive`` when the excess is above :data:`CONTROL_OVERLAP_MARGIN` and its
     p-value below :data:`CONTROL_OVERLAP_ALPHA`.
     """
@@ -123,7 +124,11 @@ def control_overlap_test(control_codes: np.ndarray, original_codes: np.ndarray
     repeats = np.bincount(ids[n_c:], minlength=u)[ids[n_c:]] >= 2
     share = hits.size / n_c if n_c else 0.0
     expected = float(repeats.mean()) if n_o else 0.0
-    se = np.sqrt(share * (1 - share) / max(n_c, 1) + expected * (1 - expected) / max(n_o, 1))
+    # the variance under the null (both shares one chance rate, estimated from both samples
+    # pooled), not the control's observed share: one chance match in a one-row control is an
+    # observed share of 1 with no variance of its own
+    pooled = (hits.size + int(repeats.sum())) / max(n_c + n_o, 1)
+    se = np.sqrt(pooled * (1 - pooled) * (1 / max(n_c, 1) + 1 / max(n_o, 1)))
     diff = share - expected
     z = float(diff / se) if se > 0 else (np.inf if diff > 0 else 0.0)
     return (ControlOverlap(int(hits.size), n_c, float(share), expected, z, normal_sf(z)),
@@ -356,10 +361,10 @@ def _wildcard_counts(
     patterns a join on their commonly observed variables gives every compatible pair at once.
     The cost is O(u * p^2) for p distinct missing patterns, never quadratic in the combinations.
     """
-    m = combos.shape[1]
     na = combos < 0
-    pattern = (na.astype(np.int64) << np.arange(m, dtype=np.int64)).sum(axis=1)
-    complete = pattern == 0
+    # each row's missing pattern as an id (a bit mask would overflow int64 beyond 63 columns)
+    pattern, _ = group_rows(na.astype(np.int32))
+    complete = ~na.any(axis=1)
     f = f0.copy()
     F = F0.copy()
     idx_c = np.flatnonzero(complete)
@@ -367,7 +372,7 @@ def _wildcard_counts(
     members = {p: np.flatnonzero(pattern == p) for p in patterns}
 
     def observed(p: int) -> np.ndarray:
-        return np.array([j for j in range(m) if not (p >> j) & 1], dtype=np.int64)
+        return np.flatnonzero(~na[members[p][0]]).astype(np.int64)
 
     def joint_keys(rows_a: np.ndarray, rows_b: np.ndarray, cols: np.ndarray):
         if cols.size == 0:
@@ -391,7 +396,7 @@ def _wildcard_counts(
             ka2, kb2, k2 = joint_keys(rows_a, rows_b, common)
             f[rows_a] += alpha * np.bincount(kb2, weights=f0[rows_b], minlength=k2)[ka2]
             F[rows_a] += alpha * np.bincount(kb2, weights=F0[rows_b], minlength=k2)[ka2]
-    all_na = pattern == (1 << m) - 1
+    all_na = na.all(axis=1)
     f[all_na] = n
     F[all_na] = total_w
     return f, F

@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import InputError, StorageError
+from .formats import Markers, apply_markers
 from .redact import redact_text
 from .roles import Roles
 from .storage import filesystem, join_url, write_bytes
@@ -258,6 +259,8 @@ class PartitionTask:
     household: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     check: Callable[[str, pd.DataFrame], Any] | None = None
+    #: the cells that mean missing, as every table of a run reads them
+    markers: Markers | None = None
 
 
 @dataclass(frozen=True)
@@ -337,6 +340,8 @@ def summarize(task: PartitionTask) -> PartitionSummary:
                          f"{task.rows}; rewrite it")
     df = table.to_pandas()
     del table
+    if task.markers:
+        df, _ = apply_markers(df, task.markers)
     _refuse_non_finite(df, what)
     if task.weight:
         _refuse_bad_weights(df, task.weight, what)
@@ -390,7 +395,7 @@ def _sample_rows(n: int, rate: float, seed: int, index: int) -> np.ndarray:
 def tasks_for(table: Partitioned, roles: Roles, *, url: str, sample_rows: int, seed: int,
               options: Mapping[str, Any] | None = None,
               check: Callable[[str, pd.DataFrame], Any] | None = None,
-              count: bool = True) -> list[PartitionTask]:
+              count: bool = True, markers: Markers | None = None) -> list[PartitionTask]:
     """One work order per partition of ``table`` (``count``: its distinct rows too)."""
     keys = count_keys(roles, table.columns) if count else []
     read = [c for c in roles.all_columns if c in table.columns]
@@ -402,7 +407,7 @@ def tasks_for(table: Partitioned, roles: Roles, *, url: str, sample_rows: int, s
                           weight=roles.weight if roles.weight in table.columns else None,
                           household=(roles.household if count and roles.household in
                                      table.columns else None),
-                          options=dict(options or {}), check=check)
+                          options=dict(options or {}), check=check, markers=markers)
             for i, (f, n, off) in enumerate(zip(table.files, table.rows, table.offsets()))]
 
 
@@ -454,6 +459,7 @@ class RecordTask:
     weight: str | None = None
     risk: str = "sdc.risk"
     options: Mapping[str, Any] = field(default_factory=dict)
+    markers: Markers | None = None
 
 
 def _records(task: RecordTask) -> tuple[pd.DataFrame, np.ndarray | None]:
@@ -464,6 +470,8 @@ def _records(task: RecordTask) -> tuple[pd.DataFrame, np.ndarray | None]:
     extra = [c for c in (task.household, task.weight) if c and c not in task.keys]
     with fs.open(task.file, "rb") as fh:
         df = pq.read_table(fh, columns=[*task.keys, *extra]).to_pandas()
+    if task.markers:  # the same cells missing as when the distinct rows were counted
+        df, _ = apply_markers(df, task.markers)
     index = match_distinct(df, task.distinct, task.keys, task.sensitive, task.offset)
     out = task.values.iloc[index].reset_index(drop=True)
     if not task.household:

@@ -65,14 +65,21 @@ def is_secret_key(key: object) -> bool:
 
 
 def url_userinfo(value: str) -> bool:
-    """True when a URL carries a ``user[:password]@`` part."""
-    if "://" not in value or "@" not in value:
+    """True when a URL carries credentials: a ``user[:password]@`` part, or a query
+    parameter whose name holds one (``?password=``, a presigned ``X-Amz-Signature=``,
+    ``X-Amz-Credential=``, Azure's ``sig=``)."""
+    if "://" not in value or ("@" not in value and "?" not in value):
         return False
     try:
         parts = urlsplit(value.strip())
     except ValueError:
-        return True  # unparsable and carrying '@' after a scheme: treat as credentials
-    return bool(parts.username or parts.password)
+        return True  # unparsable and carrying '@' or '?' after a scheme: treat as credentials
+    if parts.username or parts.password:
+        return True
+    from urllib.parse import parse_qsl
+
+    return any(is_secret_key(k) or k.lower() == "sig"
+               for k, v in parse_qsl(parts.query, keep_blank_values=False) if v)
 
 
 def find_credentials(value: Any, path: str = "", _depth: int = 0) -> str | None:

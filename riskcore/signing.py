@@ -1,17 +1,20 @@
-"""Signed decisions (issue 26): whoever publishes can check that the file about to go out is
-the file the gate approved, and that the approval came from the gate.
+"""Signed decisions: whoever publishes can check that the file about to go out is the file the
+gate approved, that the approval came from the gate, and that it was made under the
+custodian's rules.
 
-The gate signs a canonical form of its decision with an Ed25519 key (RFC 8032): the release
-id, the run id, the verdict, the checks, every input's SHA-256, the config's and the policy's
-SHA-256, the versions and the decision's time, as JSON with sorted keys and no insignificant
-white space (the same bytes in any process). The signature and the key's fingerprint go to
-``decision.json.sig`` beside ``decision.json``, which says ``signed: true`` and names the key's
-fingerprint. :func:`verify_release` checks a released file against a decision and a public key.
+The gate signs a canonical form of its whole decision with an Ed25519 key (RFC 8032): every
+key of ``decision.json`` (verdict, checks, reasons, the review and its reviewer, every input's
+SHA-256, the provenance with the config's and the policy's SHA-256, versions, times), as JSON
+with sorted keys and no insignificant white space (the same bytes in any process). The
+signature and the key's fingerprint go to ``decision.json.sig`` beside ``decision.json``, which
+says ``signed: true`` and names the key's fingerprint. :func:`verify_decision` checks a
+released file against a decision, a public key and the custodian's rules.
 
 Keys: ``riskgate keygen DIR`` writes ``riskgate-signing.key`` (PKCS#8 PEM, mode 0600) and
-``riskgate-signing.pub`` (SubjectPublicKeyInfo PEM). The gate signs when
-``RISKGATE_SIGNING_KEY`` names the private key's file, or when the config's
-``signing.secret_block`` names a Prefect Secret block that holds the PEM.
+``riskgate-signing.pub`` (SubjectPublicKeyInfo PEM). A deployed gate never holds the key: it
+asks the signer (``riskgate signer``, :mod:`riskcore.signer`) over a local socket named by
+``RISKGATE_SIGNER_SOCKET``; a gate run from the command line on the custodian's own machine
+may read it from the file ``RISKGATE_SIGNING_KEY`` names.
 """
 
 from __future__ import annotations
@@ -25,26 +28,51 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, RiskgateError
 
 KEY_FILE = "riskgate-signing.key"
 PUB_FILE = "riskgate-signing.pub"
 SIGNATURE_SUFFIX = ".sig"
-SIGNATURE_SCHEMA = "riskgate.signature/1"
+#: version 2 signs the whole decision (version 1 signed a list of its keys, not the review)
+SIGNATURE_SCHEMA = "riskgate.signature/2"
 KEY_ENV = "RISKGATE_SIGNING_KEY"
-#: the decision's keys that the signature covers (with every input's name and SHA-256)
-SIGNED_KEYS = ("schema", "release_id", "flow_run_id", "verdict", "approved", "checks",
-               "provenance", "versions", "started_at", "finished_at", "signing_key")
+SOCKET_ENV = "RISKGATE_SIGNER_SOCKET"
+
+
+class DuplicateKey(ValueError):
+    """A JSON document names a key twice (a reader would silently take one of them)."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_json(raw: bytes | str) -> Any:
+    """JSON with every object's keys distinct (anywhere) and no NaN or Infinity: what was
+    signed is what is read. ValueError (DuplicateKey naming the key) otherwise."""
+    return json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
 
 
 def canonical_bytes(decision: Mapping[str, Any]) -> bytes:
-    """The bytes the signature covers: the signed keys of the decision and each input's name
-    and SHA-256, as sorted, compact UTF-8 JSON."""
-    body = {k: decision.get(k) for k in SIGNED_KEYS}
-    body["inputs"] = [{"name": i.get("name"), "sha256": i.get("sha256")}
-                      for i in decision.get("inputs") or []]
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    """The bytes the signature covers: the whole decision as sorted, compact UTF-8 JSON."""
+    return json.dumps(decision, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")
+
+
+def signature_document(fingerprint_: str, signature: bytes) -> bytes:
+    """``decision.json.sig``: the signature and the key's fingerprint."""
+    doc = {"schema": SIGNATURE_SCHEMA, "algorithm": "Ed25519", "key_fingerprint": fingerprint_,
+           "signature": base64.b64encode(signature).decode("ascii")}
+    return json.dumps(doc, indent=2, sort_keys=True).encode("utf-8") + b"\n"
 
 
 def _crypto() -> Any:
@@ -59,24 +87,46 @@ def _crypto() -> Any:
 
 def fingerprint(public_pem: bytes) -> str:
     """``sha256:`` and the hex SHA-256 of the raw 32-byte Ed25519 public key."""
-    serialization, ed25519 = _crypto()
-    key = serialization.load_pem_public_key(public_pem)
-    if not isinstance(key, ed25519.Ed25519PublicKey):
-        raise InputError("the public key is not an Ed25519 key (make one with riskgate keygen)")
+    key = load_public_key(public_pem)
+    serialization, _ = _crypto()
     raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def load_public_key(public_pem: bytes, what: str = "the public key") -> Any:
+    """An Ed25519 public key from its PEM; InputError naming ``what`` for anything else."""
+    serialization, ed25519 = _crypto()
+    try:
+        key = serialization.load_pem_public_key(public_pem)
+    except Exception:  # ValueError, TypeError, UnsupportedAlgorithm: one line for all
+        raise InputError(f"{what} is not a PEM public key (-----BEGIN PUBLIC KEY-----); give "
+                         "the riskgate-signing.pub that riskgate keygen wrote") from None
+    if not isinstance(key, ed25519.Ed25519PublicKey):
+        raise InputError(f"{what} is not an Ed25519 key (make one with riskgate keygen)")
+    return key
 
 
 def keygen(folder: str | os.PathLike[str]) -> tuple[Path, Path]:
     """Write a new key pair into ``folder`` (never over an existing one)."""
     serialization, ed25519 = _crypto()
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.is_symlink() and not out.exists():
+        raise InputError(f"'{out}' is a symbolic link to nothing; give a folder for the key "
+                         "pair (a new one is created)")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"'{out}' is a file; give a folder for the key pair (a new one is "
+                         "created)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the folder '{out}' ({exc.strerror}); give a folder "
+                         "you can write") from None
     private, public = out / KEY_FILE, out / PUB_FILE
     for path in (private, public):
-        if path.exists():
-            raise InputError(f"'{path}' exists already; a signing key is never overwritten "
-                             "(move it away, or choose another folder)")
+        if path.exists() or path.is_symlink():
+            raise InputError(f"'{path}' exists already (or is a symbolic link); a signing key "
+                             "is never written over or through one: move it away, or choose "
+                             "another folder")
     key = ed25519.Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption())
@@ -111,18 +161,34 @@ class Signer:
 
     def sign(self, decision: Mapping[str, Any]) -> bytes:
         """``decision.json.sig``: the signature of :func:`canonical_bytes` and the key."""
-        signature = self.key.sign(canonical_bytes(decision))
-        doc = {"schema": SIGNATURE_SCHEMA, "algorithm": "Ed25519",
-               "key_fingerprint": self.fingerprint,
-               "signature": base64.b64encode(signature).decode("ascii")}
-        return json.dumps(doc, indent=2, sort_keys=True).encode("utf-8") + b"\n"
+        return signature_document(self.fingerprint, self.key.sign(canonical_bytes(decision)))
 
 
-def signer_from_environment() -> Signer | None:
-    """The signer named by ``RISKGATE_SIGNING_KEY`` (a file), or None when it is unset."""
+class SigningRefused(RiskgateError):
+    """The signer would not sign this decision (another config, a malformed request)."""
+
+
+def signer_from_environment(deployed: bool = False) -> Any:
+    """The gate's signer: the signer service at ``RISKGATE_SIGNER_SOCKET``
+    (:class:`riskcore.signer.RemoteSigner`), else the key file ``RISKGATE_SIGNING_KEY`` names,
+    else None (unsigned).
+
+    A deployed run (``deployed``) never reads a key file: a deployment's code runs in the same
+    process and environment, so whoever can create a deployment could copy the key; it is a
+    ConfigError naming the fix (``riskgate signer``)."""
+    socket_path = os.environ.get(SOCKET_ENV)
+    if socket_path:
+        from .signer import RemoteSigner
+
+        return RemoteSigner.connect(socket_path)
     path = os.environ.get(KEY_ENV)
     if not path:
         return None
+    if deployed:
+        raise ConfigError(
+            f"${KEY_ENV} is set in a deployed gate's environment, where any deployment's code "
+            "could read the key: keep the key with riskgate signer (run as its own user) and "
+            f"set ${SOCKET_ENV} on the worker instead")
     try:
         pem = Path(path).read_bytes()
     except OSError as exc:
@@ -135,37 +201,88 @@ class VerificationFailed(Exception):
     """The release may not go out: the check named in the message failed."""
 
 
-def verify_decision(decision_bytes: bytes, signature_bytes: bytes | None, public_pem: bytes,
-                    released_sha256: str) -> Mapping[str, Any]:
-    """The decision, when its signature is valid under ``public_pem``, it names this key, the
-    released file's SHA-256 is the decision's and the verdict is APPROVED; otherwise
-    :class:`VerificationFailed` naming the check that failed."""
-    serialization, ed25519 = _crypto()
+@dataclass(frozen=True)
+class Rules:
+    """The custodian's rules a decision must have been made under: the SHA-256 of the gate
+    config's text and of its policy's (what ``provenance`` records)."""
+
+    config_sha256: str
+    policy_sha256: str
+
+    def describe(self) -> str:
+        return f"config sha256:{self.config_sha256} / policy sha256:{self.policy_sha256}"
+
+
+def read_decision(decision_bytes: bytes) -> dict[str, Any]:
+    """``decision.json`` read strictly (:func:`strict_json`); VerificationFailed naming what is
+    wrong, before any signature is looked at."""
     try:
-        decision = json.loads(decision_bytes)
+        decision = strict_json(decision_bytes)
+    except DuplicateKey as exc:
+        raise VerificationFailed(f"bad decision: decision.json names the key '{exc}' twice (a "
+                                 "reader would take one of them): refused unread") from None
     except ValueError:
         raise VerificationFailed("bad decision: decision.json is not JSON") from None
     if not isinstance(decision, dict):
         raise VerificationFailed("bad decision: decision.json is not a JSON object")
+    return decision
+
+
+def check_signature(decision: Mapping[str, Any], signature_bytes: bytes | None,
+                    public_pem: bytes) -> None:
+    """VerificationFailed unless the decision is signed, under ``public_pem``, over every
+    key it holds."""
     if signature_bytes is None or not decision.get("signed"):
         raise VerificationFailed("unsigned: the decision has no signature (the gate ran "
-                                 f"without ${KEY_ENV} or a signing block)")
+                                 f"without ${SOCKET_ENV} or ${KEY_ENV})")
     try:
-        sig = json.loads(signature_bytes)
+        sig = strict_json(signature_bytes)
         raw_signature = base64.b64decode(sig["signature"], validate=True)
     except (ValueError, KeyError, TypeError):
         raise VerificationFailed("bad signature (decision.json.sig is malformed)") from None
+    if sig.get("schema") != SIGNATURE_SCHEMA:
+        raise VerificationFailed(
+            f"old signature: signed as {str(sig.get('schema'))[:40]}, which does not cover the "
+            f"whole decision; only {SIGNATURE_SCHEMA} verifies: re-run the gate")
     expected = fingerprint(public_pem)
     if sig.get("key_fingerprint") != expected or decision.get("signing_key") != expected:
         raise VerificationFailed(
             f"wrong key: the decision was signed by {sig.get('key_fingerprint')}, the public "
             f"key given is {expected}")
-    key = serialization.load_pem_public_key(public_pem)
+    key = load_public_key(public_pem)
     try:
         key.verify(raw_signature, canonical_bytes(decision))
     except Exception:  # cryptography's InvalidSignature
         raise VerificationFailed("bad signature (the decision does not match what was "
                                  "signed: edited after signing?)") from None
+
+
+def decision_rules(decision: Mapping[str, Any]) -> Rules | None:
+    """The rules a decision says it was made under (its provenance), or None."""
+    prov = decision.get("provenance")
+    if not isinstance(prov, Mapping):
+        return None
+    config, policy = prov.get("config"), prov.get("policy")
+    if not isinstance(config, Mapping) or not isinstance(policy, Mapping):
+        return None
+    return Rules(str(config.get("sha256")), str(policy.get("sha256")))
+
+
+def verify_decision(decision_bytes: bytes, signature_bytes: bytes | None, public_pem: bytes,
+                    released_sha256: str, rules: Rules | None = None) -> Mapping[str, Any]:
+    """The decision, when it reads strictly, its signature is valid under ``public_pem`` over
+    all it says, it was made under ``rules`` (the custodian's config and policy), the
+    released file's SHA-256 is the decision's and the verdict is APPROVED; otherwise
+    :class:`VerificationFailed` naming the check that failed."""
+    decision = read_decision(decision_bytes)
+    check_signature(decision, signature_bytes, public_pem)
+    if rules is not None:
+        made = decision_rules(decision)
+        if made != rules:
+            raise VerificationFailed(
+                "different rules: the decision was made under "
+                f"{made.describe() if made else 'no recorded config and policy'}, the "
+                f"custodian's are {rules.describe()}")
     released = [i for i in decision.get("inputs") or [] if i.get("name") == "released"]
     if not released or released[0].get("sha256") != released_sha256:
         raise VerificationFailed(

@@ -58,7 +58,8 @@ def check_url(url: str, what: str) -> None:
         raise ConfigError(f"{what} is empty; give a path or URL")
     if url_userinfo(url):
         raise ConfigError(
-            f"{what} carries credentials in the URL (user:password@); remove them and set "
+            f"{what} carries credentials in the URL (user:password@, or a secret query "
+            "parameter such as ?password= or X-Amz-Signature=); remove them and set "
             "them in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY...) or in a "
             "Prefect Secret block named in storage.credentials_block")
 
@@ -80,6 +81,26 @@ def check_storage_options(options: Mapping[str, Any] | None, where: str = "confi
 STORAGE_ENV = "RISKGATE_STORAGE_OPTIONS"
 
 
+#: storage options given as JSON text: at most this long and this deep
+MAX_OPTIONS_TEXT = 64 * 1024
+MAX_OPTIONS_DEPTH = 8
+
+
+def _depth(value: Any) -> int:
+    """How deeply a JSON value nests (iteratively: no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if deepest > MAX_OPTIONS_DEPTH:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
 def parse_storage_options(raw: str | None, where: str) -> dict[str, Any]:
     """fsspec options given as JSON text (a flag, an environment variable): {} when empty,
     ConfigError naming ``where`` when malformed or carrying credentials."""
@@ -87,12 +108,20 @@ def parse_storage_options(raw: str | None, where: str) -> dict[str, Any]:
 
     if not raw:
         return {}
+    if len(raw) > MAX_OPTIONS_TEXT:
+        raise ConfigError(f"{where} is {len(raw):,} characters long; storage options are a "
+                          "short JSON object (an endpoint, a region)")
     try:
         options = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where} is not valid JSON ({exc.msg} at character {exc.pos}); "
                           "give an object like '{\"endpoint_url\": \"http://host:9000\"}'"
                           ) from None
+    except RecursionError:
+        options = None
+    if options is None or _depth(options) > MAX_OPTIONS_DEPTH:
+        raise ConfigError(f"{where} nests deeper than {MAX_OPTIONS_DEPTH} levels; storage "
+                          "options are a flat JSON object (config_kwargs one level down)")
     if not isinstance(options, dict):
         raise ConfigError(f"{where} must be a JSON object")
     check_storage_options(options, where)
@@ -319,6 +348,57 @@ def presign(url: str, options: Mapping[str, Any] | None, expires_s: int) -> str 
         return str(fs.sign(path, expiration=int(expires_s)))
     except Exception:
         return None
+
+
+#: percent-decoding rounds a path gets before it is compared with a prefix (%252e is %2e is .)
+_DECODE_ROUNDS = 4
+
+
+def _decoded_path(url: str) -> str | None:
+    """The path of a URL with every percent-escape undone (several rounds: a double-encoded
+    ``%252e`` too), or None when it still holds an escape after that or has a query or
+    fragment (what a server serves for those is not the path's file)."""
+    from urllib.parse import unquote
+
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    if scheme.lower() in ("http", "https") and ("?" in rest or "#" in rest):
+        return None
+    for _ in range(_DECODE_ROUNDS):
+        decoded = unquote(rest)
+        if decoded == rest:
+            return f"{scheme.lower()}://{decoded}"
+        rest = decoded
+    return None
+
+
+def _scheme_lower(url: str) -> str:
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    return f"{scheme.lower()}://{rest}"
+
+
+def under_prefix(url: str, prefix: str) -> bool:
+    """``url`` names something inside the folder ``prefix`` (which ends with '/'): after every
+    percent-escape is undone (``%2e%2e``, ``..%2f``), no path segment is '.' or '..', no
+    backslash or NUL hides one, and a local path still lies inside once symbolic links are
+    resolved (a link under the prefix that points outside is outside)."""
+    path = _decoded_path(url)
+    if path is None or not prefix.endswith("/") or "\\" in path or "\0" in path:
+        return False
+    tail = path.split("://", 1)[1] if "://" in path else path
+    if {".", ".."} & set(tail.split("/")):
+        return False
+    base = _scheme_lower(prefix)
+    if not path.startswith(base):
+        return False
+    if is_local(url) and is_local(prefix):
+        local = base.split("://", 1)[1] if "://" in base else base
+        real, real_base = os.path.realpath(tail), os.path.realpath(local)
+        return real.startswith(real_base.rstrip(os.sep) + os.sep)
+    return True
 
 
 def join_url(base: str, *parts: str) -> str:

@@ -181,6 +181,7 @@ def prepared_inputs(cfg: Any, options: Mapping[str, Any],
     """
     from dataclasses import replace
 
+    from riskcore.gate.prepare import prepare_tables
     from riskcore.gate.run import encode, load_input, validate
 
     if frames is None:
@@ -193,7 +194,8 @@ def prepared_inputs(cfg: Any, options: Mapping[str, Any],
     infos = [replace(i, columns=tuple(c for c in i.columns if c in roles),
                      other_columns=i.other_columns + sum(1 for c in i.columns if c not in roles))
              for i in (infos or [])]
-    report = validate(cfg, frames)
+    frames, prepared = prepare_tables(cfg, frames, infos or [])
+    report = validate(cfg, frames).with_prepared(prepared.checks, prepared.to_dict())
     if not report.success:
         lines = report.summary_lines()
         raise InputError("the data is not clean (the gate would reject it):\n  "

@@ -8,11 +8,13 @@ import json
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from riskcore.gate.history import runs_of
-from riskcore.redact import redact_text
+from riskcore.redact import redact_text, visible
 
 from .common import add_storage_flag, out, storage_options
+from .trust import public_key
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -24,6 +26,9 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     h.add_argument("release_id")
     h.add_argument("--config", required=True, help="the gate config (its output_url)")
     h.add_argument("--json", action="store_true", help="print the runs as JSON")
+    h.add_argument("--public-key", dest="public_key", default=None,
+                   help="riskgate-signing.pub: verify each run's signature (else each is "
+                   "marked signed (not checked) or unsigned)")
     add_storage_flag(h)
     h.set_defaults(handler=cmd_history)
 
@@ -33,8 +38,14 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     options = storage_options(args)
     cfg = load_config(args.config, None, options)
+    pem = public_key(args.public_key, options) if args.public_key else None
     runs = runs_of(args.release_id, cfg.output_url,
-                   {**options, **cfg.storage.options})
+                   {**options, **cfg.storage.options}, pem)
+    # what a decision says is data: shown neutralized (no terminal escape reaches the screen)
+    for r in runs:
+        for key, value in r.items():
+            if not key.startswith("_") and not isinstance(value, bool) and value is not None:
+                r[key] = visible(redact_text(str(value)))
     if args.json:
         # the decisions were redacted when written; a presigned report link is meant to be
         # opened (its signature is no credential, and it expires)
@@ -49,13 +60,13 @@ def cmd_history(args: argparse.Namespace) -> int:
         print(f"runs of {args.release_id}, newest first")
         for r in runs:
             print("\t".join((r["run_id"], str(r["finished_at"]), str(r["verdict"]),
-                             r["started_by"], r["report"])))
+                             r["signature"], r["started_by"], r["report"])))
         return 0
     table = Table(title=f"runs of {args.release_id}, newest first", header_style="bold")
-    for col in ("run", "finished", "verdict", "started by", "report"):
+    for col in ("run", "finished", "verdict", "signature", "started by", "report"):
         table.add_column(col)
     for r in runs:
-        table.add_row(r["run_id"], str(r["finished_at"]), str(r["verdict"]), r["started_by"],
-                      r["report"])
+        table.add_row(*(Text(str(r[k])) for k in ("run_id", "finished_at", "verdict",
+                                                  "signature", "started_by", "report")))
     out.print(table)
     return 0

@@ -43,6 +43,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                    "triggered gate's rules: its policy, original and output folder; a trigger "
                    "payload names only the release (release_id, released, control, checksums "
                    "and what the config's trigger.allow lists)")
+    d.add_argument("--watch-every", type=int, default=None, dest="watch_every",
+                   metavar="SECONDS", help="seconds between two looks for new release "
+                   "manifests under the pinned config's trigger.released_prefixes (default 60; "
+                   "a redeploy without it keeps the last)")
     d.add_argument("--lost-after", type=int, default=None, dest="lost_after",
                    metavar="SECONDS", help="seconds without a heartbeat after which a gate run "
                    "is declared lost with its worker and ends ERROR (at least 60: two of the "
@@ -60,7 +64,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                        help="serve the gate's deployments (schedule + event trigger) without a "
                        "worker")
     s.add_argument("--config", default=None, help="config URL of the nightly re-check (its "
-                   "schedule is inactive without one)")
+                   "schedule is inactive without one; the triggered gates keep the config "
+                   "riskgate deploy --trigger-config pinned)")
     s.add_argument("--cron", default="0 2 * * *", help="schedule of the nightly re-check")
     s.set_defaults(handler=cmd_serve)
 
@@ -92,6 +97,9 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="--wait: seconds before giving up (default 900)")
     e.add_argument("--expect", choices=list(VERDICT_EXIT),
                    help="--wait: exit 0 only if the verdict is this one (else 1)")
+    e.add_argument("--public-key", dest="public_key", default=None,
+                   help="--wait: riskgate-signing.pub; the verdict then comes from the run's "
+                   "decision.json, its signature checked, never from the event alone")
     add_storage_flag(e)
     e.set_defaults(handler=cmd_emit)
 
@@ -191,15 +199,21 @@ def install_lost_gate_automation(lost_after_s: int | None) -> int:
     return lost_after_s
 
 
-def set_nightly(config_url: str) -> None:
-    """The nightly re-check's config URL (a Prefect Variable) and its schedule activated."""
-    from prefect.client.orchestration import get_client
+def set_nightly_variable(config_url: str) -> None:
+    """The nightly re-check's config URL (a Prefect Variable the flow reads)."""
     from prefect.variables import Variable
 
-    from ..release_gate import NIGHTLY_CONFIG_VARIABLE
+    from ..names import NIGHTLY_CONFIG_VARIABLE
 
     check_url(config_url, "--nightly-config")
     Variable.set(NIGHTLY_CONFIG_VARIABLE, config_url, overwrite=True)
+
+
+def set_nightly(config_url: str) -> None:
+    """The nightly re-check's config URL (a Prefect Variable) and its schedule activated."""
+    from prefect.client.orchestration import get_client
+
+    set_nightly_variable(config_url)
     with get_client(sync_client=True) as client:
         dep = client.read_deployment_by_name("release-gate/nightly-recheck")
         for sched in client.read_deployment_schedules(dep.id):
@@ -217,7 +231,7 @@ def _variable(name: str) -> str | None:
 def _unset_nightly() -> None:
     from prefect.variables import Variable
 
-    from ..release_gate import NIGHTLY_CONFIG_VARIABLE
+    from ..names import NIGHTLY_CONFIG_VARIABLE
 
     Variable.unset(NIGHTLY_CONFIG_VARIABLE)
 
@@ -226,16 +240,94 @@ def set_trigger_config(config_url: str) -> None:
     """The triggered gate's pinned config URL (a Prefect Variable the flow reads)."""
     from prefect.variables import Variable
 
-    from ..release_gate import TRIGGER_CONFIG_VARIABLE
+    from ..names import TRIGGER_CONFIG_VARIABLE
 
     check_url(config_url, "--trigger-config")
     Variable.set(TRIGGER_CONFIG_VARIABLE, config_url, overwrite=True)
 
 
+def config_sha256(config_url: str) -> str:
+    """The SHA-256 a gate run records for this config (its text as read), checked as a gate
+    run checks it (ConfigError naming the key when it is not a valid gate config)."""
+    from riskcore.gate.config import load_gate
+
+    return str(load_gate(config_url).provenance["config"]["sha256"])
+
+
+def recorded_tags() -> dict[str, str | None]:
+    """Each deployment's recorded config SHA-256 (None when it has none or does not exist)."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    from ..deployments import DEPLOYMENTS
+    from ..pinned import recorded_sha256
+
+    out: dict[str, str | None] = {}
+    with get_client(sync_client=True) as client:
+        for name in DEPLOYMENTS:
+            try:
+                out[name] = recorded_sha256(client.read_deployment_by_name(
+                    deployment_name(name)).tags)
+            except ObjectNotFound:
+                out[name] = None
+    return out
+
+
+def deployment_name(name: str) -> str:
+    """``flow/deployment`` of one of :data:`~riskgate.flows.deployments.DEPLOYMENTS`."""
+    return {"watch-releases": "riskgate-watch-releases/watch-releases",
+            "lost-run-verdict": "riskgate-lost-run/lost-run-verdict"}.get(
+                name, f"release-gate/{name}")
+
+
+def record_pinned(shas: dict[str, str | None], watch_every: int) -> None:
+    """Tag each deployment with the SHA-256 of the config it runs under (what every run
+    checks), and set the watcher's schedule: every ``watch_every`` seconds, active when the
+    triggered gates have a pinned config."""
+    from datetime import timedelta
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import DeploymentUpdate
+    from prefect.client.schemas.schedules import IntervalSchedule
+
+    from ..deployments import DEPLOYMENTS
+    from ..names import CONFIG_TAG_PREFIX
+
+    with get_client(sync_client=True) as client:
+        for name in DEPLOYMENTS:
+            dep = client.read_deployment_by_name(deployment_name(name))
+            tags = [t for t in dep.tags if not t.startswith(CONFIG_TAG_PREFIX)]
+            if shas.get(name):
+                tags.append(f"{CONFIG_TAG_PREFIX}{shas[name]}")
+            client.update_deployment(dep.id, DeploymentUpdate(tags=tags))
+        watch = client.read_deployment_by_name(deployment_name("watch-releases"))
+        for sched in client.read_deployment_schedules(watch.id):
+            client.update_deployment_schedule(
+                watch.id, sched.id, active=bool(shas.get("watch-releases")),
+                schedule=IntervalSchedule(interval=timedelta(seconds=watch_every)))
+
+
+def deployed_interval() -> int | None:
+    """The watcher's interval as deployed now (a plain redeploy keeps it), if deployed."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            watch = client.read_deployment_by_name(deployment_name("watch-releases"))
+        except ObjectNotFound:
+            return None
+        for sched in client.read_deployment_schedules(watch.id):
+            interval = getattr(sched.schedule, "interval", None)
+            if interval is not None:
+                return int(interval.total_seconds())
+    return None
+
+
 def cmd_deploy(args: argparse.Namespace) -> int:
-    from ..deployments import LOST_AFTER_S, MIN_LOST_AFTER_S
+    from ..deployments import LOST_AFTER_S, MIN_LOST_AFTER_S, WATCH_EVERY_S
     from ..limits import current_gate_limit, ensure_defaults
-    from ..release_gate import NIGHTLY_CONFIG_VARIABLE, TRIGGER_CONFIG_VARIABLE
+    from ..names import NIGHTLY_CONFIG_VARIABLE, TRIGGER_CONFIG_VARIABLE
 
     if args.lost_after is not None and args.lost_after < MIN_LOST_AFTER_S:
         raise ConfigError(f"--lost-after: {args.lost_after} s is too short; give at least "
@@ -246,7 +338,17 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise ConfigError(f"--prefect-file: '{path}' does not exist; run from the repository "
                           "root or give the file's path")
+    if args.watch_every is not None and args.watch_every < 10:
+        raise ConfigError(f"--watch-every: {args.watch_every} s is too often; give at least 10")
+    # the rules are read and checked before anything is deployed: a config that is not
+    # valid is one line here, not an ERROR in every run
+    shas_given = {"trigger": config_sha256(args.trigger_config) if args.trigger_config
+                  else None,
+                  "nightly": config_sha256(args.nightly_config) if args.nightly_config
+                  else None}
     ensure_defaults()
+    recorded = recorded_tags()
+    every = args.watch_every or deployed_interval() or WATCH_EVERY_S
     gate_limit = current_gate_limit()
     created = ensure_work_pool(gate_limit)
     out.print(f"{'created' if created else 'updated'} work pool riskgate-process (type "
@@ -260,7 +362,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         raise ConfigError("prefect deploy failed: " + redact_text(
             (done.stderr or done.stdout).strip()[-800:]))
     out.print("deployed: release-gate/nightly-recheck, release-gate/on-anonymization, "
-              "riskgate-lost-run/lost-run-verdict")
+              "riskgate-watch-releases/watch-releases, riskgate-lost-run/lost-run-verdict")
     lost_after = install_lost_gate_automation(args.lost_after)
     out.print("automation: a gate run lost with its worker ends Crashed 'Error' (ERROR) "
               f"after {lost_after} s without a heartbeat; lost-run-verdict then writes its "
@@ -280,12 +382,20 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     pinned = None if args.trigger_config else _variable(TRIGGER_CONFIG_VARIABLE)
     if args.trigger_config:
         set_trigger_config(args.trigger_config)
-        out.print("triggered gate: config pinned")
+        out.print(f"triggered gate: config pinned (sha256:{shas_given['trigger']}, recorded "
+                  "in the deployments: a run whose config differs ends ERROR)")
     elif pinned:
         out.print(f"triggered gate: keeps its pinned config {redact_text(pinned)}")
     else:
         out.print("triggered gate: every triggered run ends ERROR until 'riskgate deploy "
                   "--trigger-config URL' pins its config")
+    trigger_sha = shas_given["trigger"] or recorded.get("on-anonymization")
+    nightly_sha = (None if args.no_nightly else
+                   shas_given["nightly"] or recorded.get("nightly-recheck"))
+    record_pinned({"on-anonymization": trigger_sha, "watch-releases": trigger_sha,
+                   "nightly-recheck": nightly_sha}, every)
+    out.print(f"release manifests: watch-releases looks every {every} s" + (
+        "" if trigger_sha else " once a trigger config is pinned"))
     return 0
 
 
@@ -294,12 +404,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from ..deployments import runner_deployments
     from ..limits import ensure_defaults
+    from ..names import TRIGGER_CONFIG_VARIABLE
 
     api_url()
+    nightly = None
     if args.config:
         check_url(args.config, "--config")
+        nightly = config_sha256(args.config)
+        set_nightly_variable(args.config)
+    trigger = _variable(TRIGGER_CONFIG_VARIABLE)
+    trigger_sha = config_sha256(trigger) if trigger else None
     ensure_defaults()
-    serve(*runner_deployments(args.config, cron=args.cron))
+    serve(*runner_deployments(cron=args.cron, pinned={
+        "nightly-recheck": nightly, "on-anonymization": trigger_sha,
+        "watch-releases": trigger_sha}))
     return 0
 
 
@@ -335,6 +453,26 @@ def file_sha256(url: str, options: dict[str, Any]) -> str:
         raise ConfigError(f"'{redact_text(url)}' does not exist; emit the event after the "
                           "file is written") from None
     return digest.hexdigest()
+
+
+def event_size_limit() -> int:
+    """The largest event Prefect keeps, in bytes of JSON (its server accepts a larger one with
+    204 and drops it: no run would start)."""
+    from prefect.settings import get_current_settings
+
+    return int(get_current_settings().server.events.maximum_size_bytes)
+
+
+def check_event_size(event: dict[str, Any]) -> None:
+    """ConfigError when the event is larger than Prefect keeps (:func:`event_size_limit`)."""
+    import json
+
+    size, limit = len(json.dumps(event).encode("utf-8")), event_size_limit()
+    if size > limit:
+        raise ConfigError(f"the event would be {size:,} bytes, above the {limit:,} bytes "
+                          "Prefect keeps (PREFECT_SERVER_EVENTS_MAXIMUM_SIZE_BYTES): the server "
+                          "would accept and drop it, and no gate would run; shorten the URLs "
+                          "and release id the event names")
 
 
 def post_event(api: str, event: dict[str, Any]) -> None:
@@ -432,6 +570,49 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
                         "worker running (prefect worker start --pool riskgate-process)?")
 
 
+def decided(event: dict[str, Any], payload: dict[str, Any], options: dict[str, Any],
+            public_key_url: str | None) -> dict[str, Any]:
+    """The verdict from the run's decision.json rather than from the event (anyone holding
+    the API's auth string can emit an event): its signature checked with the public key when
+    one is given, and it must be the decision of this release and of the file announced.
+    A line says what could not be checked; with a key, a decision that cannot be read or
+    verified is an ERROR (exit 3), never the event's word."""
+    from .trust import public_key, read_signed, signed_verdict
+
+    url = event.get("decision_url")
+    if not url:
+        console.print("the verdict comes from the event alone: the run wrote no decision"
+                      + (" (not verified)" if public_key_url else ""))
+        return event if not public_key_url else {**event, "verdict": "ERROR", "reasons": [
+            "no decision.json to verify", *(event.get("reasons") or [])]}
+    try:
+        decision_bytes, signature = read_signed(str(url), options)
+        pem = public_key(public_key_url, options) if public_key_url else None
+    except RiskgateError as exc:
+        console.print(redact_text(f"the decision could not be read ({exc}): the verdict "
+                                  "comes from the event alone"), markup=False, soft_wrap=True)
+        return event if not public_key_url else {**event, "verdict": "ERROR", "reasons": [
+            f"the decision could not be read to verify it: {exc}"]}
+    doc, status = signed_verdict(decision_bytes, signature, pem)
+    released = next((i.get("sha256") for i in doc.get("inputs") or []
+                     if i.get("name") == "released"), None)
+    announced = (payload.get("checksums") or {}).get("released")
+    problems = [status] if status.startswith("not verified") or (
+        public_key_url and status != "verified") else []
+    if doc and doc.get("release_id") != payload.get("release_id"):
+        problems.append(f"the decision is of release {doc.get('release_id')}, not "
+                        f"{payload.get('release_id')}")
+    if doc and announced and released not in (None, announced):
+        problems.append("the decision judged another file than the one announced")
+    console.print(f"decision: {status}", markup=False)
+    if problems and public_key_url:
+        return {**event, "verdict": "ERROR", "reasons": problems}
+    for problem in problems:
+        console.print(redact_text(f"warning: {problem}"), markup=False, soft_wrap=True)
+    return {**event, "verdict": doc.get("verdict", event.get("verdict")),
+            "reasons": doc.get("reasons", event.get("reasons"))}
+
+
 def cmd_emit(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
@@ -450,15 +631,18 @@ def cmd_emit(args: argparse.Namespace) -> int:
     api = api_url()
     event_id = str(uuid.uuid4())
     since = datetime.now(UTC).isoformat()
-    post_event(api, {"id": event_id, "occurred": since, "event": TRIGGER_EVENT,
-                     "resource": {"prefect.resource.id": f"riskgate.release.{args.release}",
-                                  "prefect.resource.name": args.release},
-                     "related": [], "payload": payload})
+    event = {"id": event_id, "occurred": since, "event": TRIGGER_EVENT,
+             "resource": {"prefect.resource.id": f"riskgate.release.{args.release}",
+                          "prefect.resource.name": args.release},
+             "related": [], "payload": payload}
+    check_event_size(event)
+    post_event(api, event)
     out.print(f"emitted {TRIGGER_EVENT} for {args.release} (event {event_id})")
     if not args.wait:
         return 0
     console.print(f"waiting for the verdict of {args.release} (up to {args.timeout:.0f} s)...")
     verdict = wait_for_verdict(api, args.release, event_id, since, args.timeout)
+    verdict = decided(verdict, payload, options, args.public_key)
     v = str(verdict.get("verdict"))
     out.print(f"verdict: {v}")
     for reason in (verdict.get("reasons") or [])[:10]:

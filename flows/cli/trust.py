@@ -1,16 +1,23 @@
-"""``riskgate keygen`` and ``riskgate verify``: signed decisions (issue 26).
+"""``riskgate keygen``, ``riskgate signer`` and ``riskgate verify``: signed decisions bound to
+the custodian's rules.
 
-The publishing step runs ``riskgate verify RELEASED --decision URL --public-key PUB`` and
-publishes only on exit 0: the decision's signature is valid under the custodian's key, the
-file about to go out is the file that was gated (its SHA-256), and the verdict is APPROVED.
+The publishing step runs ``riskgate verify RELEASED --decision URL --public-key PUB --config
+CFG`` and publishes only on exit 0: the decision's signature is valid under the custodian's
+key over everything it says, it was made under the custodian's config and policy (their
+SHA-256 in its provenance), the file about to go out is the file that was gated, and the
+verdict is APPROVED. Nothing in it trusts the Prefect server. The key itself stays with
+``riskgate signer`` (:mod:`riskcore.signer`), run as its own user.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
+from collections.abc import Mapping
 from typing import Any
 
-from riskcore.errors import InputError, RiskgateError
+from riskcore.errors import ConfigError, InputError, RiskgateError
 from riskcore.redact import redact_text
 
 from .common import add_storage_flag, console, out, storage_options
@@ -23,23 +30,48 @@ MAX_DECISION_BYTES = 64 << 20
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     k = sub.add_parser("keygen", parents=[common], help="write an Ed25519 signing key pair",
                        description="Write DIR/riskgate-signing.key (private, mode 0600) and "
-                       "DIR/riskgate-signing.pub. The gate signs its decisions when "
-                       "RISKGATE_SIGNING_KEY names the private key's file (or the config's "
-                       "signing.secret_block names a Prefect Secret block holding it).")
+                       "DIR/riskgate-signing.pub. Give the private key to riskgate signer "
+                       "(run as its own user), never to a worker.")
     k.add_argument("dir", help="folder for the key pair (created if needed)")
     k.set_defaults(handler=cmd_keygen)
+
+    sg = sub.add_parser("signer", parents=[common],
+                        help="hold the signing key and sign the gate's decisions over a "
+                        "local socket",
+                        description="Run as a user of its own, with the key readable by that "
+                        "user alone. Signs a decision only when it was made under one of the "
+                        "--config files (their SHA-256 and their policy's, read now: restart "
+                        "after a redeploy), and appends every signature to --log. Workers "
+                        "set RISKGATE_SIGNER_SOCKET to --socket.")
+    sg.add_argument("--key", required=True, help="riskgate-signing.key")
+    sg.add_argument("--config", required=True, action="append", dest="configs",
+                    help="a gate config whose decisions it signs (repeat for several: the "
+                    "trigger config, the nightly one)")
+    sg.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
+    sg.add_argument("--log", required=True, dest="log_path",
+                    help="the signature log (appended to, one JSON line per signature)")
+    sg.add_argument("--socket-mode", default="666", dest="socket_mode",
+                    help="permissions of the socket, octal (default 666: any local user may "
+                    "ask; the config check and the log apply to all)")
+    add_storage_flag(sg)
+    sg.set_defaults(handler=cmd_signer)
+
     v = sub.add_parser("verify", parents=[common],
                        help="check a release against its signed decision before publishing",
                        description="Exit 0 only when the decision's signature is valid under "
-                       "the public key, the released file's SHA-256 is the decision's and the "
-                       "verdict is APPROVED; 1 otherwise (one line names the check that "
-                       "failed); 3 when something cannot be read.")
+                       "the public key over everything the decision says, the decision was "
+                       "made under the custodian's config and its policy, the released file's "
+                       "SHA-256 is the decision's and the verdict is APPROVED; 1 otherwise (one "
+                       "line names the check that failed); 3 when something cannot be read.")
     v.add_argument("released", help="the file (or folder of Parquet parts) about to be "
                    "published: a path or any fsspec URL")
     v.add_argument("--decision", required=True, help="decision.json of the gate run: a path "
                    "or any fsspec URL (its signature is read from DECISION.sig)")
     v.add_argument("--public-key", required=True, dest="public_key",
                    help="riskgate-signing.pub: a path or any fsspec URL")
+    v.add_argument("--config", required=True, help="the custodian's gate config (a path or "
+                   "any fsspec URL): the decision must have been made under it and the policy "
+                   "it names")
     add_storage_flag(v)
     v.set_defaults(handler=cmd_verify)
 
@@ -48,8 +80,8 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     from riskcore.signing import fingerprint, keygen
 
     private, public = keygen(args.dir)
-    out.print(f"private key: {private} (mode 0600; set RISKGATE_SIGNING_KEY={private} where "
-              "the gate runs, or store it in a Prefect Secret block)", soft_wrap=True)
+    out.print(f"private key: {private} (mode 0600; give it to riskgate signer, run as its own "
+              "user; never put it where a worker or a flow can read it)", soft_wrap=True)
     out.print(f"public key:  {public} (give it to whoever publishes: riskgate verify)",
               soft_wrap=True)
     out.print(f"fingerprint: {fingerprint(public.read_bytes())}", soft_wrap=True)
@@ -63,28 +95,128 @@ def _read(url: str, options: dict[str, Any], what: str) -> bytes:
                       too_large="a decision or key file is small").data
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
-    from riskcore.signing import SIGNATURE_SUFFIX, VerificationFailed, verify_decision
+def read_signed(decision_url: str, options: dict[str, Any]) -> tuple[bytes, bytes | None]:
+    """A decision's bytes and its signature's (None when it has none)."""
+    from riskcore.signing import SIGNATURE_SUFFIX
     from riskcore.storage import exists
+
+    decision = _read(decision_url, options, "--decision")
+    sig_url = decision_url + SIGNATURE_SUFFIX
+    signature = (_read(sig_url, options, "the decision's signature")
+                 if exists(sig_url, options, what="--decision") else None)
+    return decision, signature
+
+
+def custodian_rules(config_url: str, options: dict[str, Any]) -> Any:
+    """The custodian's rules: the SHA-256 of the config's text and of its policy, computed
+    as a gate run computes them."""
+    from riskcore.gate.config import load_gate
+    from riskcore.signing import Rules
+
+    gate = load_gate(config_url, None, options)
+    return Rules(str(gate.provenance["config"]["sha256"]),
+                 str(gate.provenance["policy"]["sha256"]))
+
+
+def public_key(url: str, options: dict[str, Any]) -> bytes:
+    """The public key's PEM, checked (InputError naming --public-key otherwise)."""
+    from riskcore.signing import load_public_key
+
+    pem = _read(url, options, "--public-key")
+    load_public_key(pem, "--public-key")
+    return pem
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from riskcore.signing import VerificationFailed, verify_decision
 
     from .ops import file_sha256
 
     options = storage_options(args)
-    decision = _read(args.decision, options, "--decision")
-    sig_url = args.decision + SIGNATURE_SUFFIX
-    signature = (_read(sig_url, options, "the decision's signature")
-                 if exists(sig_url, options, what="--decision") else None)
-    public = _read(args.public_key, options, "--public-key")
+    decision, signature = read_signed(args.decision, options)
+    public = public_key(args.public_key, options)
+    rules = custodian_rules(args.config, options)
     try:
         released_sha = file_sha256(args.released, options)
     except RiskgateError as exc:
         raise InputError(f"released file: {exc}") from None
     try:
-        doc = verify_decision(decision, signature, public, released_sha)
+        doc = verify_decision(decision, signature, public, released_sha, rules)
     except VerificationFailed as exc:
         console.print(redact_text(f"not verified: {exc}"), markup=False, soft_wrap=True)
         return EXIT_REFUSED
     out.print(redact_text(f"verified: {doc.get('release_id')} run {doc.get('flow_run_id')} "
-                          f"APPROVED, signed by {doc.get('signing_key')}, file SHA-256 "
-                          f"{released_sha}"), markup=False, soft_wrap=True)
+                          f"APPROVED under {rules.describe()}, signed by "
+                          f"{doc.get('signing_key')}, file SHA-256 {released_sha}"),
+              markup=False, soft_wrap=True)
     return EXIT_VERIFIED
+
+
+def signed_verdict(decision_bytes: bytes, signature: bytes | None, public_pem: bytes | None
+                   ) -> tuple[Mapping[str, Any], str]:
+    """A decision and what can be said of its signature: "verified", "unsigned", "signed
+    (not checked)" without a key, or "not verified: <why>". The decision is read strictly
+    first (a key named twice is refused)."""
+    from riskcore.signing import VerificationFailed, check_signature, read_decision
+
+    try:
+        doc = read_decision(decision_bytes)
+    except VerificationFailed as exc:
+        return {}, f"not verified: {exc}"
+    if public_pem is None:
+        return doc, ("signed (not checked: no --public-key)" if doc.get("signed")
+                     and signature is not None else "unsigned")
+    try:
+        check_signature(doc, signature, public_pem)
+    except VerificationFailed as exc:
+        return doc, f"not verified: {exc}"
+    return doc, "verified"
+
+
+def cmd_signer(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from riskcore.signer import SignatureLog, SignerServer, load_policy_for
+    from riskcore.signing import Signer
+
+    options = storage_options(args)
+    try:
+        pem = Path(args.key).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"--key '{args.key}' cannot be read ({exc.strerror}); give the "
+                          "riskgate-signing.key that riskgate keygen wrote") from None
+    try:
+        mode = int(args.socket_mode, 8)
+    except ValueError:
+        raise ConfigError(f"--socket-mode '{args.socket_mode}' is not octal (e.g. 660)"
+                          ) from None
+    signer = Signer.from_pem(pem, f"--key '{args.key}'")
+    policy = load_policy_for(signer, args.configs, options)
+    try:
+        signatures = SignatureLog(args.log_path)
+    except OSError as exc:
+        raise ConfigError(f"--log '{args.log_path}' cannot be opened for appending "
+                          f"({exc.strerror})") from None
+    server = SignerServer(args.socket, policy, signatures, mode=mode)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    out.print(f"signer: key {signer.fingerprint}, socket {args.socket}, log {args.log_path}",
+              soft_wrap=True)
+    for rules in policy.rules:
+        out.print(f"  signs decisions made under {rules.describe()}", soft_wrap=True)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        server.server_close()
+        signatures.close()
+        try:
+            Path(args.socket).unlink()
+        except OSError:
+            pass
+    return 0

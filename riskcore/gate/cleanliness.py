@@ -28,6 +28,7 @@ from ..data import (
     ColumnType,
     Roles,
     distinct,
+    has_leading_zero,
     infinite_rows,
     looks_numeric,
     map_distinct,
@@ -42,6 +43,9 @@ log = logging.getLogger(__name__)
 NUMBER_REGEX = NUMBER_PATTERN
 #: control and non-printable characters, line breaks and tabs inside a cell included
 CONTROL_REGEX = "[\x00-\x1f\x7f]"
+#: the same, for free text nobody measures (a note over two lines): tabs and line breaks
+#: inside a quoted field are text, every other control character is not
+CONTROL_IN_TEXT_REGEX = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 MAX_EXAMPLE_ROWS = 5
 
 
@@ -66,6 +70,13 @@ class CleanlinessReport:
     declared_types: Mapping[str, str] = field(default_factory=dict)
     #: seconds the checks waited for Great Expectations' one-off start-up (not in to_dict)
     gx_start_wait: float = 0.0
+    #: what preparing the tables decided (formats, markers: riskcore.gate.prepare)
+    prepared: Mapping[str, Any] = field(default_factory=dict)
+
+    def with_prepared(self, checks: Sequence[CheckResult], prepared: Mapping[str, Any]
+                      ) -> CleanlinessReport:
+        """This report with the preparation's checks (first) and record."""
+        return replace(self, checks=(*checks, *self.checks), prepared=dict(prepared))
 
     @property
     def success(self) -> bool:
@@ -79,6 +90,7 @@ class CleanlinessReport:
         return {"schema": "riskgate.validation/1", "success": self.success,
                 "n_checks": len(self.checks), "n_failed": len(self.failures),
                 "declared_types": dict(self.declared_types),
+                **dict(self.prepared),
                 "checks": [c.to_dict() for c in self.checks]}
 
     def summary_lines(self) -> list[str]:
@@ -92,8 +104,29 @@ class CleanlinessReport:
         return lines
 
 
+def unnamed_label(position: int) -> str:
+    """What the report calls a column whose name is empty (1-based position)."""
+    return f"(unnamed column {position})"
+
+
+def blank(name: Any) -> bool:
+    return not str(name).strip()
+
+
+def with_names(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame with each empty column name replaced by :func:`unnamed_label` (Great
+    Expectations, and every message, need a name)."""
+    if not any(blank(c) for c in df.columns):
+        return df
+    names = [unnamed_label(i + 1) if blank(c) else c for i, c in enumerate(df.columns)]
+    out = df.copy(deep=False)
+    out.columns = pd.Index(names)
+    return out
+
+
 def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str, ColumnType]:
-    """Types of the measured columns: explicit ones, else inferred from the original table."""
+    """Types of the measured columns: explicit ones, else inferred from the original table;
+    a number written with a leading zero in any table (``007``) makes its column text."""
     ref = frames.get("original")
     if ref is None:
         ref = next(iter(frames.values()))
@@ -107,7 +140,8 @@ def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str
             s = ref[col]
             if pd.api.types.is_bool_dtype(s.dtype):
                 types[col] = ColumnType.BOOLEAN
-            elif looks_numeric(s):
+            elif looks_numeric(s) and not any(has_leading_zero(df[col])
+                                              for df in frames.values() if col in df.columns):
                 types[col] = ColumnType.CONTINUOUS
             else:
                 types[col] = ColumnType.CATEGORICAL
@@ -269,10 +303,12 @@ def _expectations_for(values: DistinctValues, columns: Sequence[str], roles: Rol
             exps.append(Spec(EMPTY_CHECK, col,
                              "ExpectColumnUniqueValueCountToBeBetween", (("min_value", 1),)))
     if table != "identification":
+        measured = set(roles.measured_columns)
         for col in columns:  # every text column read, measured or not
             if col in values.text:
+                regex = CONTROL_REGEX if col in measured else CONTROL_IN_TEXT_REGEX
                 exps.append(Spec("no control or non-printable characters", col,
-                                 "ExpectColumnValuesToNotMatchRegex", (("regex", CONTROL_REGEX),)))
+                                 "ExpectColumnValuesToNotMatchRegex", (("regex", regex),)))
     return exps
 
 
@@ -312,7 +348,8 @@ class _Shared:
 #: does, each in RE2's spelling: ASCII classes, a literal, no look-around, and ``$`` after a
 #: class that takes line breaks (Python's ``$`` also matches before a final line break)
 _RE2_SAME = {NUMBER_REGEX: NUMBER_REGEX, REPLACEMENT_CHAR: REPLACEMENT_CHAR,
-             CONTROL_REGEX: r"[\x00-\x1f\x7f]"}
+             CONTROL_REGEX: r"[\x00-\x1f\x7f]",
+             CONTROL_IN_TEXT_REGEX: r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"}
 #: columns with fewer distinct values go to Great Expectations whole
 SCREEN_ABOVE = 20_000
 
@@ -433,6 +470,7 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
         frames: table role name -> DataFrame as read (CSV cells as text).
         roles: the column roles.
     """
+    frames = {name: with_names(df) for name, df in frames.items()}
     types = declared_types(frames, roles)
     tables: list[tuple[str, DistinctValues, list[Spec]]] = []
     for table, df in frames.items():
@@ -560,10 +598,7 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
                     typ = types.get(col)
                     if typ is not None and typ.is_numeric and not looks_numeric(df[col]) and \
                             df[col].notna().any():
-                        out.append(CheckResult(
-                            table=table, check="schema agrees with the original", column=col,
-                            success=False, source="riskgate",
-                            detail=f"numeric ({typ.value}) in the original, text here"))
+                        out.append(_schema_clash(table, col, df[col], typ, roles))
     control = frames.get("control")
     if control is not None and original is not None:
         cols = [c for c in control.columns if c in original.columns]
@@ -579,6 +614,49 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
                     ": control rows must be held out from the original" if test.excessive
                     else "")))
     return out
+
+
+#: values shown in a message about a column's type: at most this many distinct ones, each
+#: at most this long (a marker like N, NA, ?, never a column of words)
+_SHOWN_VALUES, _SHOWN_TOKEN = 3, 4
+
+
+def _value_kind(value: str) -> str:
+    text = value.strip()
+    if not text:
+        return "blank"
+    if text.isalpha():
+        return "letters"
+    if not any(ch.isalnum() for ch in text):
+        return "punctuation"
+    return "text mixing letters and digits"
+
+
+def _schema_clash(table: str, col: str, series: pd.Series, typ: ColumnType, roles: Roles
+                  ) -> CheckResult:
+    """A column numeric in the original and text in ``table``: one line naming the column, the
+    kinds of the values that are not numbers (the values themselves only when they are short
+    tokens of a column that is neither sensitive nor a direct identifier: a missing-value
+    marker like ``N`` or ``?``) and the fix."""
+    codes, uniques = distinct(series)
+    text = pd.Series(np.asarray(uniques, dtype=object)).map(str)
+    bad = np.flatnonzero(~text.str.match(NUMBER_PATTERN).to_numpy(dtype=bool))
+    rows = np.flatnonzero(np.isin(codes, bad))
+    kinds = sorted({_value_kind(str(text.iloc[i])) for i in bad})
+    private = col in roles.sensitive or col in roles.direct_identifiers
+    tokens = [str(text.iloc[i]) for i in bad[:_SHOWN_VALUES + 1]]
+    shown = "" if private or len(tokens) > _SHOWN_VALUES or any(
+        len(t) > _SHOWN_TOKEN for t in tokens) else (": " + ", ".join(repr(t) for t in tokens))
+    marker = "missing_values: [" + ", ".join(tokens) + "]" if shown else (
+        "missing_values: [...]")
+    return CheckResult(
+        table=table, check="schema agrees with the original", column=col, success=False,
+        unexpected_count=int(rows.size), element_count=len(series),
+        example_rows=tuple(rows[:MAX_EXAMPLE_ROWS].tolist()), source="riskgate",
+        detail=(f"numeric ({typ.value}) in the original, but {len(bad)} distinct value(s) here "
+                f"are not numbers ({', '.join(kinds)}{shown}): if they mean missing, declare "
+                f"them ({marker} in the gate config, or roles.missing_values: {{{col}: [...]}}); "
+                f"else declare the column's type (roles.types: {{{col}: categorical}})"))
 
 
 def _text_codes(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str]

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from ..errors import ConfigError, RiskgateError, config_error
+from ..formats import Markers
 from ..generalization import (
     DEFAULT_MIN_COMPARABLE,
     DEFAULT_SUPPRESSED,
@@ -93,14 +94,17 @@ class Storage(_Model):
 
 
 class TriggerRules(_Model):
-    """What a trigger event's payload may name, pinned by the custodian's config (issue 26).
+    """What a trigger's payload (an event's, or a release manifest's) may name, pinned by the
+    custodian's config.
 
-    A payload always names ``release_id`` and ``released``, and may name ``control`` and
-    ``checksums``; any further key must be listed in ``allow`` (only ``identification``
-    can be); ``config``, ``policy``, ``original`` and ``output_url`` never come from a payload.
-    With ``released_prefixes``, ``released`` and ``control`` must lie under one of them."""
+    A payload always names ``release_id`` and ``released``, and may name ``checksums``; any
+    further key must be listed in ``allow`` (``control`` and ``identification`` can be: the
+    control is the custodian's holdout, so the config's own is used unless the custodian lets
+    the pipeline name one); ``config``, ``policy``, ``original`` and ``output_url`` never come
+    from a payload. With ``released_prefixes``, every table a payload names must lie under one
+    of them, and a pipeline publishes manifests there (``watch-releases``)."""
 
-    allow: list[Literal["identification"]] = Field(default_factory=list)
+    allow: list[Literal["identification", "control"]] = Field(default_factory=list)
     released_prefixes: list[str] = Field(default_factory=list)
 
     @field_validator("released_prefixes")
@@ -116,10 +120,21 @@ class TriggerRules(_Model):
 
 
 class Signing(_Model):
-    """Where the gate's Ed25519 signing key comes from, besides $RISKGATE_SIGNING_KEY."""
+    """Kept so that an older config's ``signing.secret_block`` is one clear line: the key is
+    never in a Prefect Secret block (anyone holding the API's auth string can read blocks);
+    the gate signs through ``riskgate signer`` (RISKGATE_SIGNER_SOCKET)."""
 
-    secret_block: str | None = Field(
-        None, description="name of a Prefect Secret block holding the private key's PEM")
+    secret_block: str | None = None
+
+    @field_validator("secret_block")
+    @classmethod
+    def _not_a_block(cls, value: str | None) -> str | None:
+        if value:
+            raise ValueError(
+                "a signing key in a Prefect Secret block is readable by anyone holding the "
+                "API's auth string; remove signing.secret_block, run riskgate signer as its "
+                "own user and set RISKGATE_SIGNER_SOCKET on the worker")
+        return value
 
 
 class ReportOptions(_Model):
@@ -141,6 +156,8 @@ class RolesConfig(_Model):
     household: str | None = None
     direct_identifiers: list[str] = Field(default_factory=list)
     types: dict[str, ColumnType] = Field(default_factory=dict)
+    #: column -> the cells that mean missing in it (besides the config's missing_values)
+    missing_values: dict[str, list[str]] = Field(default_factory=dict)
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @model_validator(mode="after")
@@ -148,9 +165,14 @@ class RolesConfig(_Model):
         if not self.quasi_identifiers:
             raise ValueError("name at least one quasi-identifier (roles.quasi_identifiers)")
         try:
-            self.to_roles()
+            roles = self.to_roles()
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
+        for col in self.missing_values:
+            if col not in roles.measured_columns:
+                raise ValueError(f"missing_values names column '{col}', which has no measured "
+                                 f"role (those: {list(roles.measured_columns)}); give it a "
+                                 "role or drop the entry")
         return self
 
     def to_roles(self) -> Roles:
@@ -181,6 +203,18 @@ class TablesConfig(_Model):
     #: the domain check: an attack on a column whose share of comparable values is lower is
     #: insufficient evidence
     min_comparable: float = Field(DEFAULT_MIN_COMPARABLE, ge=0.0, le=1.0)
+    #: cells that mean missing in every column of every table (survey data's N, -9, ?),
+    #: applied at load before any type is decided; per column: roles.missing_values
+    missing_values: list[str] = Field(default_factory=list)
+    #: released columns the original lacks that the custodian accepts in the release
+    #: unmeasured (any other such column is refused)
+    ignore_columns: list[str] = Field(default_factory=list)
+
+    @property
+    def markers(self) -> Markers:
+        """The missing-value markers: for every column, and per column."""
+        return Markers(tuple(self.missing_values),
+                       {c: tuple(v) for c, v in self.roles.missing_values.items()})
 
     @model_validator(mode="after")
     def _generalization(self) -> TablesConfig:
@@ -367,7 +401,7 @@ def load_config(source: Source, overrides: Mapping[str, Any] | None = None,
     except ValidationError as exc:
         allowed = {"": list(GateConfig.model_fields),
                    "roles": ["quasi_identifiers", "sensitive", "weight", "household",
-                             "direct_identifiers", "types"],
+                             "direct_identifiers", "types", "missing_values"],
                    "read": list(ReadOptions.model_fields),
                    "limits": list(Limits.model_fields),
                    "report": list(ReportOptions.model_fields),

@@ -43,26 +43,64 @@ def _read(fs: Any, key: str) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def runs_of(release_id: str, output_url: str, options: Mapping[str, Any]
-            ) -> list[dict[str, Any]]:
+def _read_bytes(fs: Any, key: str) -> bytes | None:
+    try:
+        with fs.open(key, "rb") as fh:
+            return bytes(fh.read(MAX_DOCUMENT))
+    except OSError:
+        return None
+
+
+def runs_of(release_id: str, output_url: str, options: Mapping[str, Any],
+            public_pem: bytes | None = None) -> list[dict[str, Any]]:
     """The finished runs of a release in the output store, newest first: run id, finish time,
-    verdict, what started it, whether it is signed and the report's link."""
+    verdict, what started it, its signature's status and the report's link.
+
+    A run's id is its folder's name, never what its decision says (a decision planted in
+    another folder cannot take a real run's id: a mismatch is named in ``signature``). The
+    signature is "verified" (with ``public_pem``), "signed (not checked)", "unsigned", or "not
+    verified: why" (a decision with a key named twice is not read further)."""
+    from ..signing import SIGNATURE_SUFFIX, VerificationFailed, check_signature, read_decision
+
     fs, folder, found = _decisions(release_id, output_url, options)
     runs = []
     for key in found:
-        doc = _read(fs, key)
-        if doc is None:
+        raw = _read_bytes(fs, key)
+        if raw is None:
             continue
-        run_id = str(doc.get("flow_run_id") or key.rsplit("/", 2)[-2])
-        report = join_url(folder, run_id, "report.html")
+        folder_id = key.rsplit("/", 2)[-2]
+        try:
+            doc = read_decision(raw)
+        except VerificationFailed as exc:
+            runs.append({"run_id": folder_id, "finished_at": None, "verdict": None,
+                         "started_by": "unknown", "signed": False,
+                         "signature": f"not verified: {exc}", "report": "", "_key": key})
+            continue
+        signature = _read_bytes(fs, key + SIGNATURE_SUFFIX)
+        status = ("signed (not checked)" if doc.get("signed") and signature is not None
+                  else "unsigned")
+        if public_pem is not None:
+            try:
+                check_signature(doc, signature, public_pem)
+                status = "verified"
+            except VerificationFailed as exc:
+                status = f"not verified: {exc}"
+        claimed = str(doc.get("flow_run_id") or "")
+        if claimed and claimed != folder_id:
+            status = (f"not verified: the decision names run {claimed[:64]}, but lies in the "
+                      f"folder of run {folder_id}")
+        report = join_url(folder, folder_id, "report.html")
         trigger = doc.get("trigger") or {}
         runs.append({
-            "run_id": run_id, "finished_at": doc.get("finished_at"),
+            "run_id": folder_id, "finished_at": doc.get("finished_at"),
             "verdict": doc.get("verdict"),
             "started_by": (f"event {trigger.get('event_id')}" if trigger.get("event_id")
+                           else f"manifest {trigger.get('manifest')}"
+                           if trigger.get("manifest")
                            else (doc.get("provenance") or {}).get("config", {}).get("source")
                            or "unknown"),
-            "signed": bool(doc.get("signed")),
+            "signed": status == "verified" or status.startswith("signed"),
+            "signature": status,
             "report": presign(report, dict(options), 7 * 24 * 3600) or report,
             "_key": key})
     runs.sort(key=lambda r: str(r["finished_at"] or ""), reverse=True)

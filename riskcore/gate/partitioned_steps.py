@@ -153,7 +153,7 @@ class PartitionedSteps:
             check = partial(partition_checks, table=name, roles=roles)
             tasks = tasks_for(table, roles, url=url, sample_rows=self.sample_rows,
                               seed=cfg.seed, options=options, check=check,
-                              count=name == "released")
+                              count=name == "released", markers=cfg.markers)
             summaries = tuple(self.executor.map(summarize, tasks))
             frames[name] = self._tables[name] = PartitionedTable(table, summaries)
             role_cols = [c for c in roles.all_columns if c in table.columns]
@@ -250,7 +250,7 @@ class PartitionedSteps:
                            target=part_url(folder, i) if folder is not None else None,
                            household=roles.household if self._with_households else None,
                            weight=roles.weight if roles.weight in cols else None,
-                           options=dict(options))
+                           options=dict(options), markers=gate.config.markers)
                 for i, (f, off) in enumerate(zip(released.table.files,
                                                  released.table.offsets()))]
 

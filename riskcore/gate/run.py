@@ -36,12 +36,12 @@ from ..redact import redact, redact_text
 from ..report import render_report
 from ..report.riskiest import example_records
 from ..results import MeasureResult, Record, to_jsonable
-from ..signing import Signer
 from ..storage import check_output_location, exists, join_url, presign, write_bytes
 from ..threads import family_threads, this_thread, thread_budget
 from .cleanliness import CleanlinessReport, declared_types, validate_tables, warm_up
 from .config import Gate, TablesConfig
 from .policy import Decision, Verdict, decide, fixed_decision
+from .prepare import Prepared, prepare_tables
 from .tables import TableInfo, coerce_types, detect_format, read_table
 
 DECISION_SCHEMA = "riskgate.decision/1"
@@ -72,7 +72,7 @@ def load_input(cfg: TablesConfig, name: str, storage_options: Mapping[str, Any] 
                           na_values=cfg.read.na_values, sep=cfg.read.sep,
                           max_mb=cfg.limits.max_table_mb, storage_options=storage_options,
                           columns=read if parquet or not published else None,
-                          role_columns=wanted)
+                          role_columns=wanted, markers=cfg.markers)
 
 
 def refuse_unintended(infos: list[TableInfo]) -> str | None:
@@ -417,7 +417,8 @@ class _Run:
     examples: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     checksums: dict[str, str] = field(default_factory=dict)
-    signer: Signer | None = None
+    #: what signs the decision: a key (Signer) or the signer service (RemoteSigner)
+    signer: Any = None
     spans: progress.WorkSpans = field(default_factory=progress.WorkSpans)
     #: the families' start-up, begun beside the load (:func:`riskcore.measures.start_up`)
     starting: StartUp | None = None
@@ -517,7 +518,7 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
              steps: Steps | None = None, context: Mapping[str, Any] | None = None,
              checksums: Mapping[str, str] | None = None,
              timings: Mapping[str, float] | None = None,
-             signer: Signer | None = None) -> RunOutcome:
+             signer: Any = None) -> RunOutcome:
     """One gate run, failing closed: any error, unclean or unintended input or unmeasurable
     figure ends not approved, with the reason written in ``decision.json``.
 
@@ -530,8 +531,9 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
         checksums: table name -> the SHA-256 the caller expects (a trigger event's); a file
             that differs is an error (it changed since it was announced).
         timings: seconds spent before the run (e.g. ``slot_wait``), recorded with the rest.
-        signer: the Ed25519 key that signs the decision (:mod:`riskcore.signing`); None
-            leaves it unsigned (``signed: false``).
+        signer: what signs the decision: an Ed25519 key (:class:`riskcore.signing.Signer`)
+            or the signer service (:class:`riskcore.signer.RemoteSigner`); None leaves it
+            unsigned (``signed: false``). A signer that refuses makes the verdict ERROR.
     """
     run = _Run(gate, run_id, dict(options or {}), steps or LocalSteps(), dict(context or {}),
                checksums=dict(checksums or {}), timings=dict(timings or {}), signer=signer)
@@ -576,6 +578,9 @@ def _sequence(run: _Run) -> Decision:
     refusal = refuse_unintended(infos)
     if refusal:
         return fixed_decision(Verdict.REJECTED, [refusal])
+    prepared: Prepared | None = None
+    if all(isinstance(df, pd.DataFrame) for df in frames.values()):  # not partitions
+        frames, prepared = prepare_tables(gate.config, frames, infos)
     # the encoding starts beside the checks when the steps can run both at once (its result
     # is used only if the checks pass; issue 29: 0.25-0.35 s of a 1M-row gate's data work)
     since = time.perf_counter()
@@ -588,6 +593,8 @@ def _sequence(run: _Run) -> Decision:
         if not isinstance(exc, Terminated):  # asked to stop: leave now, not after encoding
             _discard(encoding)
         raise
+    if prepared is not None:
+        report = report.with_prepared(prepared.checks, prepared.to_dict())
     # GX's one-off start-up, when the checks had to wait for it, is its own figure
     waited = min(float(getattr(report, "gx_start_wait", 0.0)), run.timings["validate"])
     if waited > 0:
@@ -668,12 +675,23 @@ def finish(run: _Run, decision: Decision) -> RunOutcome:
     """Render the report, write every output (decision.json last) and say what happened."""
     t0 = time.perf_counter()
     record = run.record(decision)
+    signature = None
+    if run.signer is not None:  # beside decision.json, written before it
+        try:
+            signature = run.signer.sign(record)
+        except RiskgateError as exc:  # a signer that refuses: an unsigned ERROR, and why
+            run.signer = None
+            decision = fixed_decision(Verdict.ERROR, [
+                f"the decision could not be signed: {redact_text(str(exc))}",
+                *(f"(the gate had decided {decision.verdict.value}: {r})"
+                  for r in decision.reasons)])
+            record = run.record(decision)
     files = {**run.files, "report.html": run.report(record)}
+    if signature is not None:
+        files["decision.json.sig"] = signature
     written: dict[str, str] = {}
     reasons = list(decision.reasons)
     verdict = decision.verdict
-    if run.signer is not None:  # beside decision.json, written before it
-        files["decision.json.sig"] = run.signer.sign(record)
     try:
         written = run.steps.write(run.folder, files, record, run.options)
     except RiskgateError as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,8 +21,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..data import ColumnType, looks_numeric, numeric_values
+from ..data import ColumnType, distinct, looks_numeric, numeric_values
 from ..errors import ConfigError, InputError, StorageError
+from ..formats import Markers, apply_markers
 from ..redact import redact_text
 from ..results import Record
 from ..storage import filesystem, read_bytes
@@ -51,6 +52,11 @@ class TableInfo(Record):
     other_columns: int = 0
     undecodable_bytes: int = 0
     compression: str | None = None
+    #: role column -> cells its declared missing-value markers turned missing
+    markers_replaced: Mapping[str, int] = field(default_factory=dict)
+    #: every column name of the file, in its order (never written out: a header is data)
+    header: tuple[str, ...] = ()
+    json_exclude = ("header",)
 
 
 def detect_format(url: str, declared: str | None = None) -> str:
@@ -82,6 +88,7 @@ def read_table(
     storage_options: Mapping[str, Any] | None = None,
     sep: str | None = None,
     role_columns: Sequence[str] | None = None,
+    markers: Markers | None = None,
 ) -> tuple[pd.DataFrame, TableInfo]:
     """Read one table.
 
@@ -100,6 +107,8 @@ def read_table(
         storage_options: passed to fsspec (no credentials).
         sep: CSV separator; default sniffed from the header line.
         role_columns: the columns with a role in the run, the only names recorded in TableInfo.
+        markers: the cells that mean missing (:mod:`riskcore.formats`), for every column and
+            per column: missing before any type is decided.
 
     Raises:
         InputError: unreadable, empty or truncated table, duplicate column names, over the limit.
@@ -108,6 +117,8 @@ def read_table(
     fmt = detect_format(url, format)
     limit = int(max_mb * 1024 * 1024)
     what = f"table '{name}'"
+    markers = markers or Markers()
+    na_values = [*na_values, *(m for m in markers.every_column if m not in na_values)]
     if fmt == "parquet":
         df, info = _read_parquet(url, name, columns, limit, max_mb, storage_options)
     else:
@@ -115,10 +126,12 @@ def read_table(
         if fmt == "csv" and _ascii_as_declared(blob.data, encoding):
             # ASCII bytes are their UTF-8 text: no decoding pass over the file (a million
             # rows: 60 ms), Arrow reads the bytes; the text is decoded only if it refuses them
-            df = _parse_csv(None, name, blob.url, na_values, sep, columns, utf8=blob.data)
+            df, header = _parse_csv(None, name, blob.url, na_values, sep, columns,
+                                    utf8=blob.data)
             used_encoding, bad = ("utf-8" if encoding == "auto" else encoding), 0
         else:
             text, used_encoding, bad = _decode(blob.data, encoding, name, blob.url)
+            header = ()
             if fmt == "jsonl":
                 try:
                     df = pd.read_json(io.StringIO(text), lines=True, dtype=False)
@@ -126,26 +139,29 @@ def read_table(
                     raise InputError(f"{what}: '{blob.url}' is not valid JSON lines: "
                                      f"{redact_text(str(exc))[:200]}") from None
                 _refuse_nested(df, name, blob.url)
+                header = tuple(map(str, df.columns))
             else:
                 # the bytes as read are the text's UTF-8 when they decoded as it whole
                 same = (used_encoding.lower().replace("-", "") == "utf8" and bad == 0
                         and not blob.data.startswith(b"\xef\xbb\xbf"))
-                df = _parse_csv(text, name, blob.url, na_values, sep, columns,
-                                utf8=blob.data if same else None)
+                df, header = _parse_csv(text, name, blob.url, na_values, sep, columns,
+                                        utf8=blob.data if same else None)
         if columns is not None:
             keep = set(columns)
             df = df[[c for c in df.columns if c in keep]]
         info = TableInfo(name=name, url=blob.url, format=fmt, encoding=used_encoding,
                          sha256=blob.sha256, bytes=blob.stored_bytes, rows=len(df),
                          columns=tuple(map(str, df.columns)), undecodable_bytes=bad,
-                         compression=blob.compression)
+                         compression=blob.compression, header=tuple(header))
     if len(df) == 0:
         raise InputError(f"{what}: '{info.url}' has no data rows; check the file")
+    df, replaced = apply_markers(df, markers, skip_text=fmt == "csv")
+    info = replace(info, header=info.header or info.columns)
     if role_columns is not None:
         wanted = set(role_columns)
         shown = tuple(c for c in info.columns if c in wanted)
-        info = TableInfo(**{**info.__dict__, "columns": shown,
-                            "other_columns": len(info.columns) - len(shown)})
+        info = replace(info, columns=shown, other_columns=len(info.columns) - len(shown),
+                       markers_replaced={c: n for c, n in replaced.items() if c in wanted})
     return df, info
 
 
@@ -157,8 +173,15 @@ def _ascii_as_declared(raw: bytes, encoding: str) -> bool:
 
 
 def _looks_utf16(raw: bytes) -> bool:
-    """Many NUL bytes at the start: UTF-16 text without a byte-order mark."""
-    return raw[:4096].count(b"\x00") > 64
+    """UTF-16 text without a byte-order mark: in its first 4 KB, NUL bytes fill half or more
+    of the even or of the odd positions and almost none of the others (each ASCII character
+    is a byte and a NUL). NULs inside a UTF-8 file (empty cells a tool padded
+    with NUL) fall on both and are left to the cleanliness checks."""
+    head = raw[:4096]
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    half = max(len(head) // 2, 1)
+    many, few = max(even, odd), min(even, odd)
+    return many > 64 and many >= half / 2 and few <= many / 20
 
 
 def _decode(raw: bytes, encoding: str, name: str, shown: str) -> tuple[str, str, int]:
@@ -198,24 +221,16 @@ def _decode(raw: bytes, encoding: str, name: str, shown: str) -> tuple[str, str,
     return codec_text, encoding, max(bad, 0)
 
 
-def _physical_records(text: str) -> int:
-    """Non-blank lines after the header: the records a CSV file holds if no cell spans lines."""
-    lines = text.splitlines()
-    return sum(1 for line in lines[1:] if line.strip())
-
-
 def _parse_csv(text: str | None, name: str, shown: str, na_values: Sequence[str],
                sep: str | None, columns: Sequence[str] | None = None,
-               utf8: bytes | None = None) -> pd.DataFrame:
-    """A CSV file's table; ``text`` None when ``utf8`` (its bytes, ASCII) is the text."""
+               utf8: bytes | None = None) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """A CSV file's table and its header; ``text`` None when ``utf8`` (its bytes, ASCII) is
+    the text."""
     what = f"table '{name}'"
-    if text is None:
-        assert utf8 is not None
-        end_b = utf8.find(b"\n")
-        first_line = (utf8 if end_b < 0 else utf8[:end_b]).decode("ascii").rstrip("\r")
-    else:
-        end = text.find("\n")
-        first_line = (text if end < 0 else text[:end]).rstrip("\r")
+    data = utf8 if utf8 is not None else str(text).encode("utf-8")
+    data, breaks = line_breaks(data, what, shown)
+    end_b = data.find(b"\n")
+    first_line = (data if end_b < 0 else data[:end_b]).decode("utf-8").rstrip("\r")
     if not first_line.strip():
         raise InputError(f"{what}: '{shown}' has no header line; add column names")
     if sep is None:
@@ -231,15 +246,16 @@ def _parse_csv(text: str | None, name: str, shown: str, na_values: Sequence[str]
         raise InputError(
             f"{what}: '{shown}' has duplicate column names {dups}; rename them so each "
             "column name is unique")
-    fast = _arrow_csv(text, header, sep, na_values, columns, utf8)
+    fast = _arrow_csv(data, header, sep, na_values, columns, breaks)
     if fast is not None:
-        return fast
-    if text is None:  # Arrow refused the bytes: pandas reads the text and says why
-        assert utf8 is not None
-        text = utf8.decode("ascii")
+        if breaks.quoted:
+            _refuse_merged_rows(fast, data, breaks, sep, len(header), name, shown)
+        return fast, tuple(header)
+    # Arrow refused the bytes: pandas reads the text and says why
     try:
-        df = pd.read_csv(io.StringIO(text), sep=sep, dtype=object, keep_default_na=False,
-                         na_values=list(na_values), skipinitialspace=False)
+        df = pd.read_csv(io.BytesIO(data), sep=sep, dtype=object, keep_default_na=False,
+                         na_values=list(na_values), skipinitialspace=False,
+                         encoding="utf-8")
     except pd.errors.ParserError as exc:
         msg = str(exc)
         hint = ("a row has more fields than the header: check the separator (read.sep) and "
@@ -252,8 +268,12 @@ def _parse_csv(text: str | None, name: str, shown: str, na_values: Sequence[str]
         raise InputError(f"{what}: '{shown}' is not a readable CSV file: "
                          f"{redact_text(str(exc))[:200]}") from None
     df = df.astype(object).where(df.notna(), None)
-    _account_for_records(df, text, name, shown)
-    return df
+    records = breaks.records if breaks.records is not None else _record_lines(data)
+    if records != len(df):
+        _refuse_merged_rows(df, data, breaks, sep, len(header), name, shown, always=True)
+    elif breaks.quoted:
+        _refuse_merged_rows(df, data, breaks, sep, len(header), name, shown)
+    return df, tuple(header)
 
 
 def _records_add_up(data: bytes, rows: int) -> bool:
@@ -284,34 +304,106 @@ def _record_lines(data: bytes) -> int:
             b"\n\r\n" not in data and not data.endswith(b"\n\r"):
         return _lines_after_header(data)
     raw = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(raw == 10)
-    if raw.size and raw[-1] != 10:
+    return int(_non_empty(raw, np.flatnonzero(raw == 10)).size) - 1
+
+
+def _non_empty(raw: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The start positions of the non-empty lines that the line feeds at ``ends`` close (and
+    the last line, when the data does not end with one); a line of only '\\r' is empty."""
+    if raw.size and (not ends.size or ends[-1] != raw.size - 1):
         ends = np.append(ends, raw.size)
-    starts = np.concatenate(([0], ends[:-1] + 1))
+    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
     length = ends - starts
     has_cr = np.zeros(ends.size, dtype=bool)
     inside = ends > starts
-    has_cr[inside] = raw[ends[inside] - 1] == 13
-    return int(np.count_nonzero(length - has_cr > 0)) - 1
+    has_cr[inside] = raw[np.minimum(ends[inside], raw.size) - 1] == 13
+    return starts[length - has_cr > 0]
 
 
-def _arrow_csv(text: str | None, header: list[str], sep: str, na_values: Sequence[str],
-               columns: Sequence[str] | None = None, utf8: bytes | None = None
+@dataclass(frozen=True)
+class LineBreaks:
+    """Where a CSV file's records end, read on its bytes before any parser sees them.
+
+    ``records``: its non-empty records after the header, a line feed inside a quoted field
+    not ending one (None when the file has no quote nor carriage return: the fast counts of
+    :func:`_records_add_up` apply); ``quoted``: some quoted field holds a line break (the
+    parser must read values over lines); ``starts``: each record's byte offset (header
+    first); ``feeds``: every line feed's offset (for line numbers)."""
+
+    records: int | None = None
+    quoted: bool = False
+    starts: np.ndarray | None = None
+    feeds: np.ndarray | None = None
+
+    def line_of(self, row: int) -> int:
+        """The file line (1-based) where data row ``row`` (0-based) begins."""
+        if self.starts is None or self.feeds is None or row + 1 >= self.starts.size:
+            return row + 2
+        return int(np.searchsorted(self.feeds, self.starts[row + 1])) + 1
+
+
+def line_breaks(data: bytes, what: str, shown: str) -> tuple[bytes, LineBreaks]:
+    """The file's bytes (a file whose only line breaks are carriage returns, as old Mac tools
+    write, with them made line feeds) and its :class:`LineBreaks`.
+
+    A quote's parity says whether a byte lies inside a quoted field (RFC 4180: quotes open
+    and close fields, and a doubled quote inside one adds two). A carriage return that is
+    neither part of a CRLF, nor inside a quoted field, nor one of a CR-only file's line ends
+    would be read as a line break by one parser and as text by another: InputError naming
+    its line, never a silent split."""
+    has_cr, has_quote = b"\r" in data, b'"' in data
+    if not has_cr and not has_quote:
+        return data, LineBreaks()
+    if has_cr and b"\n" not in data:
+        data = data.replace(b"\r", b"\n")  # CR-only line ends: each is a record separator
+        has_cr = False
+    raw = np.frombuffer(data, dtype=np.uint8)
+    quotes = np.flatnonzero(raw == 34) if has_quote else np.empty(0, dtype=np.int64)
+
+    def inside(positions: np.ndarray) -> np.ndarray:
+        return (np.searchsorted(quotes, positions) % 2) == 1
+
+    feeds = np.flatnonzero(raw == 10)
+    quoted = False
+    if has_cr:
+        cr = np.flatnonzero(raw == 13)
+        after = cr + 1
+        bare = cr[(after < raw.size) & (raw[np.minimum(after, raw.size - 1)] != 10)]
+        bare_in = inside(bare)
+        outside = bare[~bare_in]
+        if outside.size:
+            line = int(np.searchsorted(feeds, outside[0])) + 1
+            raise InputError(
+                f"{what}: '{shown}' line {line} holds a carriage return (\\r) that ends no "
+                "line: one reader splits the record there, another does not; remove it, or "
+                "quote the field that holds it")
+        quoted = bool(bare_in.any())
+    feed_in = inside(feeds) if quotes.size else np.zeros(feeds.size, dtype=bool)
+    quoted = quoted or bool(feed_in.any())
+    starts = _non_empty(raw, feeds[~feed_in])
+    return data, LineBreaks(records=int(starts.size) - 1, quoted=quoted, starts=starts,
+                            feeds=feeds)
+
+
+def _arrow_csv(data: bytes, header: list[str], sep: str, na_values: Sequence[str],
+               columns: Sequence[str] | None = None, breaks: LineBreaks | None = None
                ) -> pd.DataFrame | None:
     """The typed, multi-threaded reader: every cell as text, each column dictionary-encoded
     (a pandas Categorical, so that per-value work runs once per distinct value); only
-    ``columns`` when given (every record is still parsed and counted). None when pyarrow
-    refuses the file or its records do not add up: the pandas reader then names the problem
-    (and the line) in its own words."""
+    ``columns`` when given (every record is still parsed and counted). Values over several
+    lines are read when a quoted field holds a line break (``breaks.quoted``). None when
+    pyarrow refuses the file or its records do not add up: the pandas reader then names the
+    problem (and the line) in its own words."""
     import pyarrow.csv as pacsv
 
+    breaks = breaks or LineBreaks()
     include = [h for h in header if columns is None or h in set(columns)] or header
-    data = utf8 if utf8 is not None else str(text).encode("utf-8")
     try:
         table = pacsv.read_csv(
             io.BytesIO(data),
             read_options=pacsv.ReadOptions(use_threads=True, block_size=8 << 20),
-            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=False),
+            parse_options=pacsv.ParseOptions(delimiter=sep,
+                                             newlines_in_values=breaks.quoted),
             convert_options=pacsv.ConvertOptions(
                 # every cell as text, dictionary-encoded by the reader's threads
                 column_types={h: pa.dictionary(pa.int32(), pa.string()) for h in header},
@@ -320,8 +412,12 @@ def _arrow_csv(text: str | None, header: list[str], sep: str, na_values: Sequenc
                 include_columns=include))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
         return None
-    if table.num_columns != len(include) or table.num_rows == 0 or \
-            not _records_add_up(data, table.num_rows):
+    if table.num_columns != len(include) or table.num_rows == 0:
+        return None
+    if breaks.records is not None:
+        if breaks.records != table.num_rows:
+            return None
+    elif not _records_add_up(data, table.num_rows):
         return None
     return categorical_frame(table)
 
@@ -376,23 +472,37 @@ def _unique_categories(categories: pd.Index) -> pd.CategoricalDtype:
     return pd.CategoricalDtype(categories)
 
 
-def _account_for_records(df: pd.DataFrame, text: str, name: str, shown: str) -> None:
-    """Every line of the file must be one record: a cell holding a line break means rows were
-    merged (a stray quote), and the count must match."""
-    expected = _physical_records(text)
-    if expected == len(df):
-        return
+def _refuse_merged_rows(df: pd.DataFrame, data: bytes, breaks: LineBreaks, sep: str,
+                        n_columns: int, name: str, shown: str, always: bool = False) -> None:
+    """Every record must be accounted for. A quoted field may hold line breaks (a note over
+    two lines), but one whose later lines hold as many separators as a record does swallowed
+    rows: a stray quote opened it and a later line's closed it. InputError naming the row
+    and its line; with ``always`` (the counts did not add up), whatever the cells hold."""
     first = None
+    swallowed = max(1, n_columns - 1)
     for col in df.columns:
         s = df[col]
-        mask = s.notna() & s.astype(str).str.contains("[\r\n]", regex=True)
-        if mask.any():
-            row = int(np.flatnonzero(mask.to_numpy())[0])
+        codes, uniques = distinct(s)
+        if not len(uniques):
+            continue
+        text = pd.Series(np.asarray(uniques, dtype=object)).map(str)
+        multi = text.str.contains("[\r\n]", regex=True).to_numpy(dtype=bool)
+        if not multi.any():
+            continue
+        bad = [i for i in np.flatnonzero(multi)
+               if always or any(line.count(sep) >= swallowed
+                                for line in text.iloc[i].splitlines()[1:])]
+        if bad:
+            row = int(np.flatnonzero(np.isin(codes, bad))[0])
             first = row if first is None else min(first, row)
-    where = (f"; row {first} (line {first + 2} of the file) holds a line break inside a quoted "
-             "field, so the rows after it were merged into one cell") if first is not None else ""
+    if first is None and not always:
+        return
+    physical = _record_lines(data)
+    where = (f"; row {first} (line {breaks.line_of(first)} of the file) holds a line break "
+             "inside a quoted field whose lines look like records, so the rows after it were "
+             "merged into one cell") if first is not None else ""
     raise InputError(
-        f"table '{name}': '{shown}' has {expected:,} record lines but {len(df):,} rows were "
+        f"table '{name}': '{shown}' has {physical:,} record lines but {len(df):,} rows were "
         f"read{where}; fix the quoting (a stray \" opens a field that a later line closes): "
         "every record must be accounted for")
 

@@ -71,3 +71,19 @@ def test_a_control_holding_5_percent_of_the_original_fails_with_its_excess(adult
     check = next(c for c in checks if c.check == "control rows do not overlap the original")
     assert not check.success and check.unexpected_count == test.overlapping
     assert "an excess of +4." in check.detail and "15 shared column(s)" in check.detail
+
+
+def test_one_chance_match_in_a_one_row_control_is_not_significant():
+    """The statistic's variance is the chance rate's under the null, pooled from both
+    samples: one row of a one-row control equal to an original row, on data where a third of
+    the original's rows repeat, is what chance gives (the control's own observed share of 1
+    has no variance, which made this z = 91.7, p = 0)."""
+    rng = np.random.default_rng(4)
+    original = rng.integers(0, 12, size=(3000, 3))  # 1,728 combinations: some repeat
+    control = original[:1].copy()
+    test, rows = control_overlap_test(control, original)
+    assert rows.tolist() == [0] and test.share == 1.0 and 0.2 < test.expected < 0.9
+    pooled = (1 + round(test.expected * 3000)) / 3001
+    z = (1.0 - test.expected) / np.sqrt(pooled * (1 - pooled) * (1 + 1 / 3000))
+    assert test.z == pytest.approx(z) and test.z < 3.09  # p > 0.001
+    assert not test.excessive

@@ -1,0 +1,200 @@
+"""Values as other tools write them: missing-value markers and number formats.
+
+Real releases come from other tools. A survey extract writes ``N`` (not applicable), ``-9`` or
+``.`` for missing; a generator writes categorical codes as ``1.0`` because pandas upcast a
+column that had a missing value, while the original writes ``1``; a spreadsheet keeps
+``01000`` as a code. Two rules make such tables comparable without hiding a difference:
+
+* **Markers** (:func:`apply_markers`): the tokens the config declares as missing
+  (``missing_values`` for every column, ``roles.missing_values`` per column) become missing in
+  every table at load, before any type is decided, so every family and every check sees the
+  same cells.
+* **Number formats** (:func:`canonical_numbers`): a categorical column whose values are
+  numbers in every table compares by numeric value (``1.0`` is ``1``, ``1.50`` is ``1.5``);
+  a number written with a leading zero (``007``) is a code, so its column stays text and
+  ``01000`` never equals ``1000`` (:data:`riskcore.data.LEADING_ZERO_PATTERN`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .data import NUMBER_PATTERN, distinct, has_leading_zero, map_distinct, used_values
+from .roles import ColumnType
+
+#: a number already in canonical form: an integer without sign, plus or leading zero, or a
+#: decimal without trailing zeros
+_CANONICAL = r"^(?:0|-?[1-9][0-9]*)(?:\.[0-9]*[1-9])?$|^-?0\.[0-9]*[1-9]$"
+
+
+@dataclass(frozen=True)
+class Markers:
+    """The missing-value markers of a run: for every column, and per column."""
+
+    every_column: tuple[str, ...] = ()
+    per_column: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def of(self, column: str) -> tuple[str, ...]:
+        """Every marker that applies to ``column``."""
+        return self.every_column + tuple(self.per_column.get(column, ()))
+
+    def __bool__(self) -> bool:
+        return bool(self.every_column or self.per_column)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"every_column": list(self.every_column),
+                "per_column": {c: list(v) for c, v in self.per_column.items()}}
+
+
+def _marker_numbers(markers: Sequence[str]) -> np.ndarray:
+    out = []
+    for m in markers:
+        try:
+            out.append(float(m))
+        except ValueError:
+            continue
+    return np.asarray([x for x in out if np.isfinite(x)], dtype=float)
+
+
+def apply_markers(df: pd.DataFrame, markers: Markers, skip_text: bool = False
+                  ) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The table with every declared marker missing, and the cells replaced per column.
+
+    A text cell is a marker when it equals one (surrounding white space ignored); a typed
+    number when it equals a marker that reads as a number (``-9``). Each distinct value is
+    looked at once (a Categorical's categories, or one factorization).
+
+    Args:
+        skip_text: the markers for every column were already read as missing from text
+            (a CSV's null values); only per-column markers and typed numbers remain.
+    """
+    if not markers:
+        return df, {}
+    out: dict[str, Any] = {}
+    counts: dict[str, int] = {}
+    for col in df.columns:
+        s = df[col]
+        tokens = markers.of(str(col)) if not skip_text else tuple(
+            markers.per_column.get(str(col), ()))
+        numeric_markers = _marker_numbers(markers.of(str(col)))
+        new = s
+        if pd.api.types.is_bool_dtype(s.dtype):
+            pass
+        elif pd.api.types.is_numeric_dtype(s.dtype):
+            if numeric_markers.size:
+                values = s.to_numpy(dtype=float, na_value=np.nan)
+                hit = np.isin(values, numeric_markers)
+                if hit.any():
+                    new = s.astype(float).where(~hit, np.nan)
+        elif tokens:
+            codes, uniques = distinct(s)
+            stripped = pd.Index(np.asarray(uniques, dtype=object)).map(
+                lambda v: v.strip() if isinstance(v, str) else v)
+            marked = np.flatnonzero(stripped.isin(list(tokens)))
+            if marked.size:
+                hit = np.isin(codes, marked)
+                if isinstance(s.dtype, pd.CategoricalDtype):
+                    new = s.cat.remove_categories(list(uniques.take(marked)))
+                else:
+                    new = s.where(~hit, None)
+        replaced = int(s.notna().sum() - new.notna().sum()) if new is not s else 0
+        if replaced:
+            counts[str(col)] = replaced
+        out[col] = new
+    if not counts:
+        return df, {}
+    return pd.DataFrame(out, index=df.index, copy=False), counts
+
+
+@dataclass(frozen=True)
+class ColumnFormat:
+    """How one column's values are compared across the tables, and why."""
+
+    column: str
+    type: str
+    how: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"column": self.column, "type": self.type, "how": self.how}
+
+
+def _canonical(value: Any) -> str | None:
+    """A number's canonical text: ``1.0`` -> ``1``, ``+1.50`` -> ``1.5``, ``1e3`` -> ``1000``
+    (exact: integers beyond 2**53 keep every digit)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    text = repr(float(value)) if isinstance(value, (float, np.floating)) else str(value).strip()
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        return None
+    if not number.is_finite():
+        return None
+    number = number.normalize()
+    if number == 0:
+        return "0"
+    return format(number, "f")
+
+
+def _all_numbers(s: pd.Series) -> bool:
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return False
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return True
+    values = used_values(s)
+    if not len(values):
+        return True
+    text = pd.Series(np.asarray(values, dtype=object)).map(
+        lambda v: v if isinstance(v, str) else str(v))
+    return bool(text.str.match(NUMBER_PATTERN).all())
+
+
+def _needs_canonical(s: pd.Series) -> bool:
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return True  # typed numbers become text: the other tables' labels are text
+    values = used_values(s)
+    text = pd.Series(np.asarray(values, dtype=object)).map(str)
+    return not bool(text.str.match(_CANONICAL).all())
+
+
+def canonical_numbers(frames: Mapping[str, pd.DataFrame], columns: Sequence[str],
+                      types: Mapping[str, ColumnType]
+                      ) -> tuple[dict[str, pd.DataFrame], dict[str, ColumnFormat]]:
+    """The tables with each categorical column of numbers written one way, and how each
+    column compares.
+
+    A column of ``columns`` whose type is categorical and whose values are numbers in every
+    table (and none with a leading zero) compares by numeric value: each distinct value is
+    rewritten as its canonical text (:func:`_canonical`). A column with a value written with
+    a leading zero in any table is text (a code). Numeric columns compare as numbers already.
+    """
+    out = dict(frames)
+    formats: dict[str, ColumnFormat] = {}
+    for col in columns:
+        present = {name: df[col] for name, df in frames.items() if col in df.columns}
+        if not present:
+            continue
+        typ = types.get(col)
+        if any(has_leading_zero(s) for s in present.values()):
+            formats[col] = ColumnFormat(col, ColumnType.CATEGORICAL.value,
+                                        "codes: values written with a leading zero are text "
+                                        "('01000' is not '1000')")
+            continue
+        if typ is not ColumnType.CATEGORICAL or not all(_all_numbers(s)
+                                                        for s in present.values()):
+            continue
+        if not any(_needs_canonical(s) for s in present.values()):
+            continue
+        for name, s in present.items():
+            if out[name] is frames[name]:
+                out[name] = frames[name].copy(deep=False)
+            out[name][col] = map_distinct(s, lambda u: u.map(_canonical))
+        formats[col] = ColumnFormat(col, ColumnType.CATEGORICAL.value,
+                                    "numbers compared by value ('1.0' is '1')")
+    return out, formats

@@ -92,11 +92,16 @@ def apply_markers(df: pd.DataFrame, markers: Markers, skip_text: bool = False
                 hit = np.isin(values, numeric_markers)
                 if hit.any():
                     new = s.astype(float).where(~hit, np.nan)
-        elif tokens:
+        elif tokens or numeric_markers.size:
             codes, uniques = distinct(s)
             stripped = pd.Index(np.asarray(uniques, dtype=object)).map(
                 lambda v: v.strip() if isinstance(v, str) else v)
-            marked = np.flatnonzero(stripped.isin(list(tokens)))
+            hit_text = stripped.isin(list(tokens)) if tokens else np.zeros(len(stripped), bool)
+            if numeric_markers.size:  # "-9.0" is the marker -9 too
+                as_numbers = pd.to_numeric(pd.Series(stripped, dtype=object),
+                                           errors="coerce").to_numpy(dtype=float)
+                hit_text = hit_text | np.isin(as_numbers, numeric_markers)
+            marked = np.flatnonzero(hit_text)
             if marked.size:
                 hit = np.isin(codes, marked)
                 if isinstance(s.dtype, pd.CategoricalDtype):

@@ -38,7 +38,19 @@ from riskcore.errors import RiskgateError  # noqa: E402
 from riskcore.processes import stop_on_sigterm  # noqa: E402
 from riskcore.redact import install_log_redaction, redact_text  # noqa: E402
 
-from . import alc, attack, config, example, gate, history, measure, ops, report, trust  # noqa: E402
+from . import (  # noqa: E402
+    alc,
+    attack,
+    config,
+    example,
+    gate,
+    history,
+    init,
+    measure,
+    ops,
+    report,
+    trust,
+)
 from .common import console  # noqa: E402
 
 EXIT_OK = 0
@@ -46,7 +58,7 @@ EXIT_ERROR = 3
 EXIT_USAGE = 64
 EXIT_INTERRUPTED = 130
 
-COMMANDS = (measure, attack, alc, gate, config, report, ops, history, trust, example)
+COMMANDS = (init, measure, attack, alc, gate, config, report, ops, history, trust, example)
 
 
 class Parser(argparse.ArgumentParser):

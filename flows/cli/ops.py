@@ -628,7 +628,6 @@ def cmd_emit(args: argparse.Namespace) -> int:
                                 for k in ("released", "control", "identification")
                                 if payload.get(k)}
     parse_payload(payload)  # the gate's own validation, before anything leaves
-    api = api_url()
     event_id = str(uuid.uuid4())
     since = datetime.now(UTC).isoformat()
     event = {"id": event_id, "occurred": since, "event": TRIGGER_EVENT,
@@ -636,6 +635,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
                           "prefect.resource.name": args.release},
              "related": [], "payload": payload}
     check_event_size(event)
+    api = api_url()
     post_event(api, event)
     out.print(f"emitted {TRIGGER_EVENT} for {args.release} (event {event_id})")
     if not args.wait:

@@ -120,8 +120,7 @@ def prepare_tables(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
     roles = cfg.role_spec
     named = {name: with_names(df) for name, df in frames.items()}
     types = declared_types(named, roles)
-    columns = [*roles.quasi_identifiers, *roles.sensitive]
-    out, formats = canonical_numbers(named, columns, types)
+    out, formats = canonical_numbers(named, list(roles.measured_columns), types)
     markers = cfg.markers
     record = {**markers.to_dict(),
               "replaced": {i.name: dict(i.markers_replaced) for i in infos

@@ -681,10 +681,10 @@ def finish(run: _Run, decision: Decision) -> RunOutcome:
             signature = run.signer.sign(record)
         except RiskgateError as exc:  # a signer that refuses: an unsigned ERROR, and why
             run.signer = None
+            decided = f"the gate had decided {decision.verdict.value}" + (
+                ": " + "; ".join(decision.reasons) if decision.reasons else "")
             decision = fixed_decision(Verdict.ERROR, [
-                f"the decision could not be signed: {redact_text(str(exc))}",
-                *(f"(the gate had decided {decision.verdict.value}: {r})"
-                  for r in decision.reasons)])
+                f"the decision could not be signed: {redact_text(str(exc))}", decided])
             record = run.record(decision)
     files = {**run.files, "report.html": run.report(record)}
     if signature is not None:

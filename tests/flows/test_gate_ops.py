@@ -91,12 +91,15 @@ def test_prefect_yaml_validates_and_entrypoints_import():
     assert doc["pull"] == []  # module entrypoints: no working directory, no /opt path
     deployments = doc["deployments"]
     assert {d["name"] for d in deployments} == {"nightly-recheck", "on-anonymization",
-                                                "lost-run-verdict"}
+                                                "watch-releases", "lost-run-verdict"}
     for d in deployments:
         module, func = d["entrypoint"].rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), func))
         assert d["work_pool"]["name"] == "riskgate-process"
-        assert "concurrency_limit" not in d  # the riskgate-gate limit instead (see the module)
+        # no gate deployment takes a config, an override or a policy: pinned at deploy
+        assert not {"config", "overrides", "policy"} & set(d["parameters"]), d["name"]
+        if d["name"] != "watch-releases":  # the gates: the riskgate-gate limit (the module)
+            assert "concurrency_limit" not in d
     triggered = next(d for d in deployments if d["name"] == "on-anonymization")
     trigger = triggered["triggers"][0]
     assert trigger["expect"] == ["riskgate.anonymization.completed"]
@@ -116,16 +119,27 @@ def test_prefect_yaml_validates_and_entrypoints_import():
     assert "for 75 s" in lost_gate_automation([], 75).actions[0].message
     scheduled = next(d for d in deployments if d["name"] == "nightly-recheck")
     assert scheduled["schedules"][0]["active"] is False  # until its config URL is set
-    assert scheduled["parameters"] == {"config": None}
+    watch = next(d for d in deployments if d["name"] == "watch-releases")
+    assert watch["schedules"][0] == {"interval": 60, "active": False}
+    assert watch["concurrency_limit"] == {"limit": 1, "collision_strategy": "CANCEL_NEW"}
 
 
 def test_serve_builds_the_same_deployments_as_the_yaml():
     from riskgate.flows.deployments import DEPLOYMENTS, runner_deployments
 
-    built = {d.name: d for d in runner_deployments("s3://bucket/gate.yaml")}
+    from riskgate.flows.names import CONFIG_TAG_PREFIX
+
+    sha = "a" * 64
+    built = {d.name: d for d in runner_deployments(pinned={"on-anonymization": sha,
+                                                           "watch-releases": sha})}
     assert set(built) == set(DEPLOYMENTS)
     for name, spec in DEPLOYMENTS.items():
-        assert sorted(built[name].tags) == sorted(spec["tags"])
+        recorded = [f"{CONFIG_TAG_PREFIX}{sha}"] if name in ("on-anonymization",
+                                                              "watch-releases") else []
+        assert sorted(built[name].tags) == sorted(spec["tags"] + recorded)
+        assert built[name].parameters == {}
+    assert built["watch-releases"].schedules[0].active is True
+    assert built["nightly-recheck"].schedules[0].active is False
     trigger = built["on-anonymization"].triggers[0]
     assert trigger.expect == {"riskgate.anonymization.completed"}
     assert trigger.parameters == DEPLOYMENTS["on-anonymization"]["triggers"][0]["parameters"]

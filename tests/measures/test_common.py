@@ -206,3 +206,55 @@ def test_a_familys_start_up_leaves_its_first_run_nothing_to_import():
                              "membership", "alc", "utility"}
     assert out.pop("scipy.stats after the attacks") is False
     assert out == {name: [] for name in with_start_up}
+
+
+def _read_as_the_gate_does(folder: Any, tables: dict[str, pd.DataFrame],
+                           markers: list[str], per_column: dict[str, list[str]]
+                           ) -> MeasureInputs:
+    from riskcore.gate.config import tables_config
+    from riskcore.gate.prepare import prepare_tables
+    from riskcore.gate.run import encode, load_input
+
+    for name, df in tables.items():
+        df.to_csv(folder / f"{name}.csv", index=False)
+    cfg = tables_config({**{n: str(folder / f"{n}.csv") for n in tables},
+                         "roles": {"quasi_identifiers": list(ROLES.quasi_identifiers),
+                                   "sensitive": list(ROLES.sensitive), "weight": ROLES.weight,
+                                   "household": ROLES.household,
+                                   "types": {"income": "continuous",
+                                             "household_id": "categorical"},
+                                   "missing_values": per_column},
+                         "seed": 9, "missing_values": markers}, "test")
+    frames, infos = {}, []
+    for name in tables:
+        frames[name], info = load_input(cfg, name)
+        infos.append(info)
+    frames, _ = prepare_tables(cfg, frames, infos)
+    return encode(cfg, frames)
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
+def test_markers_declared_give_the_documents_of_missing_cells(fam, tmp_path):
+    """Tables as survey tools write them (N in a text column, -9 in a numeric one, the
+    release's codes as 1.0 where the original writes 1) give, with the markers declared, the
+    very documents of the same tables with those cells empty and the codes alike."""
+    base = _tables()
+    rng = np.random.default_rng(11)
+    clean = {name: df.copy() for name, df in base.items()}
+    for df in clean.values():
+        df["education"] = df["education"].where(rng.random(len(df)) > 0.05)
+        df["income"] = df["income"].where(rng.random(len(df)) > 0.05)
+    marked = {name: df.copy() for name, df in clean.items()}
+    for name, df in marked.items():
+        df["education"] = df["education"].fillna("N")
+        df["income"] = df["income"].fillna(-9)
+        if name == "released":  # household codes written as floats by a generator
+            df["household_id"] = df["household_id"].astype(float)
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "marked").mkdir()
+    params = PARAMS.get(fam.name, {})
+    want = run_measure(fam.name, _read_as_the_gate_does(tmp_path / "clean", clean, [], {}),
+                       params).to_dict()
+    got = run_measure(fam.name, _read_as_the_gate_does(tmp_path / "marked", marked, ["N"],
+                                                       {"income": ["-9"]}), params).to_dict()
+    assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)

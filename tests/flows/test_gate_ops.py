@@ -126,7 +126,6 @@ def test_prefect_yaml_validates_and_entrypoints_import():
 
 def test_serve_builds_the_same_deployments_as_the_yaml():
     from riskgate.flows.deployments import DEPLOYMENTS, runner_deployments
-
     from riskgate.flows.names import CONFIG_TAG_PREFIX
 
     sha = "a" * 64

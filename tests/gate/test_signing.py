@@ -17,11 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from riskcore.gate.config import load_gate
 from riskcore.gate.run import LocalSteps, run_gate
-import yaml
-
 from riskcore.signing import KEY_FILE, PUB_FILE, Signer, canonical_bytes
 from tests.conftest import POLICY, gate_config
 

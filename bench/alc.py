@@ -1,4 +1,4 @@
-"""ALC (issue 7): riskcore against anonymity_loss_coefficient 1.0.32 (own environment, pandas
+"""ALC: riskcore against anonymity_loss_coefficient 1.0.32 (own environment, pandas
 2.3.3), same data and scenarios, same run, one core, CPU seconds.
 
 Data: the ALC paper's adult (30,000 rows), released with 20 % swapping (reference/alc/README.md:
@@ -11,7 +11,7 @@ imports anonymity_loss_coefficient (scikit-learn with it) before it times the at
 bench imports scikit-learn's models and loads riskcore's compiled best-row-match kernel (numba,
 compiled once into its disk cache) on two targets before it times anything.
 
-Busy (issue 29): riskcore runs each scenario again on the machine's cores beside two processes
+Busy: riskcore runs each scenario again on the machine's cores beside two processes
 that spin on them, with the thread budget a gate gives a family running alone (wall seconds
 then, since the spinners take CPU from it), against the package's idle one-core time: a
 conservative ratio (the package would be slower beside them too).

@@ -1,5 +1,5 @@
-"""The ALC against anonymity_loss_coefficient 1.0.32 on two more of the paper's data sets
-(issue 30, item 3); regenerates tests/measures/alc/alc_golden.json.
+"""The ALC against anonymity_loss_coefficient 1.0.32 on two more of the paper's data sets;
+regenerates tests/measures/alc/alc_golden.json.
 
 Data: the paper's BankChurners (10,127 rows, numbers and categories) and child (20,000 rows, a
 Bayesian-network sample, all categories), each released with 20 % swapping

@@ -1,5 +1,5 @@
-"""The attacks' components against anonymeter 1.1.0, seed for seed, on its own example data
-(issue 30); regenerates tests/measures/attacks/anonymeter_golden.json.
+"""The attacks' components against anonymeter 1.1.0, seed for seed, on its own example data;
+regenerates tests/measures/attacks/anonymeter_golden.json.
 
 For each attack and mode (univariate and multivariate singling out, linkability, inference on
 two secrets) and seeds 0-4: the attack, baseline and control counts, the control-size

@@ -1,5 +1,5 @@
 """Attack-based risk: riskcore against anonymeter 1.1.0 (own environment), same data and
-parameters, same run, one core (issue 5). CPU seconds; the ratio is anonymeter / riskcore.
+parameters, same run, one core. CPU seconds; the ratio is anonymeter / riskcore.
 
 Runs: univariate and multivariate singling out (500 attacks, n_cols 3), linkability (2000
 attacks, k 10, the reference split), inference (1000 attacks; income, occupation, marital).

@@ -1,5 +1,5 @@
 """Copies and closeness: riskgate's ``copies`` against SDMetrics' DCR metrics (own
-environment), same data, same run, one core (issue 18). CPU seconds; ratio = SDMetrics /
+environment), same data, same run, one core. CPU seconds; ratio = SDMetrics /
 riskgate.
 
 Data: the example generator's census (7 columns, mixed types); original and control are two

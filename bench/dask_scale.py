@@ -1,4 +1,4 @@
-"""Partitioned tables on Dask (issue 19, item 4): a release larger than any worker's memory.
+"""Partitioned tables on Dask: a release larger than any worker's memory.
 
 As a user runs it: ``riskgate gate --config ... --dask-local 2 --dask-memory SIZE`` in its own
 process against a Prefect server on 127.0.0.1, under ``/usr/bin/time`` for the gate process's

@@ -2,7 +2,7 @@
 
 Data: the ALC paper's adult (30k rows) replicated to 100k and 1M rows; after the first copy each
 row has a 5% chance of one QI redrawn from its marginal. Everything runs on one core.
-Targets (issue 2): riskcore's whole family on 1M rows x 8 QIs under 2 s; at least 10x faster than
+Targets: riskcore's whole family on 1M rows x 8 QIs under 2 s; at least 10x faster than
 pyCANON on l-diversity and t-closeness at 1M rows.
 """
 

@@ -1,4 +1,4 @@
-"""The whole gate, per stage, next to the machine's limit (issue 19).
+"""The whole gate, per stage, next to the machine's limit.
 
 Each gate runs as a user runs it: ``riskgate gate --config ...`` in its own process, against a
 Prefect server already running on 127.0.0.1, under ``/usr/bin/time`` for its peak RSS. Stages

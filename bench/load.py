@@ -1,4 +1,4 @@
-"""Every heavy family idle and on a busy machine (issue 29): the thread budget at work.
+"""Every heavy family idle and on a busy machine: the thread budget at work.
 
 A worker runs several gates at once; a family that starts an OpenMP or BLAS thread per core and
 spins while it waits collapses beside other work (the ALC measured 10x slower beside two busy

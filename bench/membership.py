@@ -1,9 +1,9 @@
 """Membership inference: riskgate's ``membership`` family against DOMIAS (the authors'
 package, BNAF and KDE densities, and its GAN-leaks baselines) and SynthEval's ``mia`` attack,
-each in its own environment, same files, same run, one core (issue 31). CPU seconds; ratio =
+each in its own environment, same files, same run, one core. CPU seconds; ratio =
 peer / riskgate.
 
-Data (the issue's case): a population of independent columns (age, hours, income, sex,
+Data (a leaky release): a population of independent columns (age, hours, income, sex,
 education, region); original and control are two samples of it, the release a fresh sample with
 15 % of its rows replaced by original rows with small noise (age +-1, hours +-1, income +-3 %):
 no exact copy, yet members sit near released rows. riskgate runs its defaults (2,000 members,

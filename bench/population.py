@@ -1,5 +1,5 @@
-"""Population uniqueness: every model's estimate against the truth counted in the population
-(issue 17), and the log-linear fit's time at 100k and 1M sample rows.
+"""Population uniqueness: every model's estimate against the truth counted in the population,
+and the log-linear fit's time at 100k and 1M sample rows.
 
 Populations of 200,000 people from ``riskcore.examples.survey_population`` in four dependence
 structures; Bernoulli samples at 1 %, 5 % and 10 %, three seeds each; two key sets. The truth is

@@ -1,4 +1,4 @@
-"""SUDA2 and measure_risk at scale (issue 4), with the `suda` package (PyPI, own environment).
+"""SUDA2 and measure_risk at scale, with the `suda` package (PyPI, own environment).
 
 Data (bench/sdcdata.py): sdcMicro's testdata replicated to 10k, 100k and 1M rows, ``easy``
 (7 keys, 5% of the rows of each later copy get one key redrawn) and ``hard`` (9 keys, each redrawn

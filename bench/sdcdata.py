@@ -1,4 +1,4 @@
-"""Synthetic scale-up of sdcMicro's testdata for the SUDA2 / measure_risk benchmarks (issue 4).
+"""Synthetic scale-up of sdcMicro's testdata for the SUDA2 / measure_risk benchmarks.
 
 testdata is replicated to the target size; each copy after the first perturbs its rows:
 * ``easy``: 7 keys; each row, with probability 5%, gets one key (chosen uniformly) redrawn from

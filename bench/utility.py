@@ -1,5 +1,5 @@
 """Utility: riskgate's ``utility`` family against SDMetrics' QualityReport (own environment),
-same files, same run, one core (issue 32). CPU seconds; ratio = SDMetrics / riskgate.
+same files, same run, one core. CPU seconds; ratio = SDMetrics / riskgate.
 
 Data: the example generator's census (7 columns, mixed types). The original is one draw; the
 release a fresh draw from the same generator, damaged as releases are: income shifted up 20 %

@@ -1,29 +1,42 @@
 #!/bin/sh
-# The demo service: writes the example tables and a config to MinIO, then plays the pipeline:
-# emit riskgate.anonymization.completed and wait for the verdict event. Exits 0 only when the
-# verdict is the expected one (the example's release needs review: NEEDS_REVIEW).
+# The judged pipeline, then the publishing step. The pipeline holds no Prefect API URL nor auth
+# string: it writes its release and a manifest beside it under the prefix it may write, and
+# the custodian's watcher gates it under the pinned rules. The publishing step reads the
+# decision from the output store and publishes only what `riskgate verify` accepts. Exits 0
+# when the verdict is the expected one (the example's release needs review: NEEDS_REVIEW) and
+# verify agrees (it refuses anything but APPROVED).
 set -eu
+unset PREFECT_API_URL PREFECT_API_AUTH_STRING
 riskgate example /tmp/demo
 python - <<'PY'
-import yaml, s3fs  # s3fs reads AWS_ENDPOINT_URL and the credentials from the environment
+import json, s3fs
 fs = s3fs.S3FileSystem()
-for bucket in ("riskgate-config", "riskgate-data", "riskgate-out"):
-    if not fs.exists(bucket):
-        fs.mkdir(bucket)  # the demo creates its buckets; the gate never does
-fs.put("/tmp/demo/original.csv", "riskgate-data/census/original.csv")
-fs.put("/tmp/demo/released.csv", "riskgate-data/census/released.csv")
-fs.put("/tmp/demo/region-hierarchy.csv", "riskgate-config/region-hierarchy.csv")
-cfg = yaml.safe_load(open("examples/gate.yaml"))
-cfg.update(original="s3://riskgate-data/census/original.csv",
-           released="s3://riskgate-data/census/released.csv",
-           output_url="s3://riskgate-out/runs", policy="policy.yaml")
-cfg["generalization"]["region"] = {"hierarchy": "region-hierarchy.csv"}  # next to the config
-with fs.open("riskgate-config/gate.yaml", "w") as fh:
-    fh.write(yaml.safe_dump(cfg))
-fs.put("examples/policy.yaml", "riskgate-config/policy.yaml")
+prefix = "riskgate-releases/census/census-demo-2026"
+fs.put("/tmp/demo/released.csv", f"{prefix}/released.csv")
+fs.pipe(f"{prefix}/release.json", json.dumps(
+    {"release_id": "census-demo-2026", "released": "released.csv"}).encode())
 PY
-# the config is the custodian's, pinned by the deploy service (--trigger-config): the pipeline
-# names only its release
-riskgate emit-anonymized --release census-demo-2026 \
-    --released s3://riskgate-data/census/released.csv \
-    --wait --timeout 600 --expect "${EXPECTED_VERDICT:-NEEDS_REVIEW}"
+expected="${EXPECTED_VERDICT:-NEEDS_REVIEW}"
+config=s3://riskgate-config/gate.yaml
+deadline=$(( $(date +%s) + ${DEMO_TIMEOUT:-600} ))
+while :; do
+  found=$(riskgate history census-demo-2026 --config "$config" --json | python -c '
+import json, sys
+runs = json.load(sys.stdin)
+print(runs[0]["verdict"], runs[0]["decision"]) if runs else print("")')
+  [ -n "$found" ] && break
+  [ "$(date +%s)" -lt "$deadline" ] || { echo "no decision within the timeout"; exit 3; }
+  sleep 2
+done
+verdict=${found%% *}
+decision=${found#* }
+echo "verdict: $verdict"
+set +e
+riskgate verify s3://riskgate-releases/census/census-demo-2026/released.csv \
+    --decision "$decision" --public-key s3://riskgate-config/riskgate-signing.pub \
+    --config "$config"
+verified=$?
+set -e
+if [ "$verdict" != "$expected" ]; then echo "expected $expected"; exit 1; fi
+if [ "$verdict" = APPROVED ] && [ "$verified" -ne 0 ]; then exit 1; fi
+if [ "$verdict" != APPROVED ] && [ "$verified" -ne 1 ]; then exit 1; fi

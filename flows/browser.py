@@ -24,7 +24,7 @@ from typing import Any
 from riskcore.errors import ConfigError
 from riskcore.processes import wait_or_kill
 
-#: flags for a closed network and a root user (seed of the browser test: issue 6)
+#: flags for a closed network and a root user
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu",
                   "--disable-background-networking", "--disable-component-update",
                   "--no-first-run", "--disable-sync", "--disable-quic", "--hide-scrollbars",

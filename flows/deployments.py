@@ -50,7 +50,7 @@ WATCH_EVERY_S = 60
 
 #: what the trigger hands the flow: the event's id and time only. The flow reads the payload
 #: from the API's event store and validates it, so that nothing a pipeline put in a payload
-#: (a credential in a URL, say) becomes a flow-run parameter in Prefect's database (issue 26)
+#: (a credential in a URL, say) becomes a flow-run parameter in Prefect's database
 TRIGGER_PARAMETERS: dict[str, Any] = {
     "trigger": {
         "event_id": "{{ event.id | string }}",
@@ -78,7 +78,10 @@ TRIGGER: dict[str, Any] = {
 }
 
 #: name -> definition (the keys of a prefect.yaml deployment); no gate deployment takes a
-#: config, an override or a policy: its rules are pinned by riskgate deploy
+#: config, an override or a policy: its rules are pinned by riskgate deploy. The server does
+#: not check a run's parameters against the flow's (enforce_parameter_schema: false): the
+#: flow takes any and ends ERROR naming each one it refuses (the server's check would call
+#: the flow's **refused a required property and start no run at all)
 DEPLOYMENTS: dict[str, dict[str, Any]] = {
     "nightly-recheck": {
         "description": (
@@ -88,6 +91,7 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
             "recorded in this deployment's tags)."),
         "tags": ["riskgate", "scheduled"],
         "parameters": {},
+        "enforce_parameter_schema": False,
         "schedules": [{"cron": NIGHTLY_CRON, "timezone": "UTC", "active": False}],
     },
     "on-anonymization": {
@@ -102,6 +106,7 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
             "riskgate-trigger-rate limit)."),
         "tags": ["riskgate", "triggered"],
         "parameters": {},
+        "enforce_parameter_schema": False,
         "triggers": [TRIGGER],
     },
     "watch-releases": {
@@ -114,6 +119,7 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
             "until riskgate deploy --trigger-config URL."),
         "tags": ["riskgate", "watch"],
         "parameters": {},
+        "enforce_parameter_schema": False,
         "schedules": [{"interval": WATCH_EVERY_S, "active": False}],
         "concurrency_limit": {"limit": 1, "collision_strategy": "CANCEL_NEW"},
     },
@@ -188,6 +194,8 @@ def runner_deployments(cron: str = NIGHTLY_CRON, pinned: dict[str, str | None] |
         tags = list(spec["tags"]) + ([f"{CONFIG_TAG_PREFIX}{sha}"] if sha else [])
         kwargs: dict[str, Any] = {"name": name, "description": spec["description"],
                                   "tags": tags, "parameters": dict(spec["parameters"])}
+        if "enforce_parameter_schema" in spec:
+            kwargs["enforce_parameter_schema"] = spec["enforce_parameter_schema"]
         if "schedules" in spec:
             sched = spec["schedules"][0]
             kwargs["schedules"] = [
@@ -207,7 +215,7 @@ def runner_deployments(cron: str = NIGHTLY_CRON, pinned: dict[str, str | None] |
 
 
 def lost_gate_automation(deployment_ids: list[str], lost_after_s: int = LOST_AFTER_S) -> Any:
-    """The server-side half of "every crash still ends in a verdict" (issue 28): a gate run of
+    """The server-side half of "every crash still ends in a verdict": a gate run of
     these deployments that a worker has submitted (or that has sent a heartbeat) and that then
     sends nothing, no state on its way to running, no heartbeat, no final state, for
     ``lost_after_s`` seconds (:data:`LOST_AFTER_S` unless ``riskgate deploy --lost-after``

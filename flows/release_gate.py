@@ -6,7 +6,7 @@ policy -> optional human sign-off -> outputs (decision.json last) -> artifacts a
 :func:`riskcore.gate.run.run_gate`; this flow runs each step as a task.
 
 The verdict is the run's final state, so that ops see it in the UI and orchestrators act on it,
-each verdict in its own colour in the run list (issue 28):
+each verdict in its own colour in the run list:
 
 - APPROVED ends Completed, named "Approved" (green);
 - REJECTED ends Failed, "Rejected" (red): the data is not safe;
@@ -559,7 +559,7 @@ def _request_of(flow_run: Any, params: Mapping[str, Any]) -> Request:
 
 @flow(name="riskgate-lost-run", log_prints=False, retries=0, validate_parameters=False)
 def lost_run_verdict(lost_run: str) -> str:
-    """The rest of the ERROR verdict of a gate run lost with its worker (issue 28, item 2).
+    """The rest of the ERROR verdict of a gate run lost with its worker.
 
     Nothing on the lost worker's side survives to run the crash hook, so the server's
     automation sets the run Crashed "Error" once its heartbeats stop; that state change

@@ -288,8 +288,8 @@ def check_suppression_tokens(col: str, released_text: pd.Series, original: pd.Se
                              tokens: Sequence[str], suppressed: float) -> None:
     """A suppression token ("any value") must be a placeholder, not data: one that is a value
     of the column in the original, or that stands for more than half of the column's released
-    cells, would make every quasi-identifier cell match anything and hide the risk (issue 27:
-    listing the release's real labels turned a REJECTED release into APPROVED). ConfigError
+    cells, would make every quasi-identifier cell match anything and hide the risk (listing
+    the release's real labels turned a REJECTED release into APPROVED). ConfigError
     naming the token, the column and the share."""
     if not tokens:
         return

@@ -30,7 +30,7 @@ def warm() -> None:
     its CPU target's registries (0.3 s, scipy.linalg's import among them), which the first
     kernel of a process otherwise pays before its cached machine code loads (5 ms once warm).
     Taken under numba's compiler lock, as a kernel's load takes it. Nothing without numba; if
-    numba's internals move, the first kernel pays again, as before (issue 29)."""
+    numba's internals move, the first kernel pays again, as before."""
     try:
         import numba  # noqa: F401
     except ImportError:

@@ -1,5 +1,5 @@
 """Processes: ending a child that was asked to stop, a child that ends with its parent, and a
-command that stops promptly on SIGTERM (issue 27, item 7)."""
+command that stops promptly on SIGTERM."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ SECRET_KEY = re.compile(
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: keys that look like secrets by the pattern but are not
 NOT_SECRET = frozenset({"author", "authors"})
-# Every pattern here runs in linear time on any text (issue 27): a match may start only where
+# Every pattern here runs in linear time on any text: a match may start only where
 # a word starts (a look-behind), every repeat is possessive or bounded, so no start position
 # rescans what an earlier one covered.
 _URL_USERINFO = re.compile(

@@ -75,7 +75,7 @@ def check_storage_options(options: Mapping[str, Any] | None, where: str = "confi
             "storage.credentials_block")
 
 
-#: JSON fsspec options every process uses for object-store URLs (issue 28): the deployment's
+#: JSON fsspec options every process uses for object-store URLs: the deployment's
 #: store endpoint, set once in the environment of the worker, the CLI and the pipeline that
 #: emits events; never credentials
 STORAGE_ENV = "RISKGATE_STORAGE_OPTIONS"

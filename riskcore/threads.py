@@ -1,4 +1,4 @@
-"""Threads are a budget (issue 29).
+"""Threads are a budget.
 
 A worker never runs one gate alone: up to five gates at once, each running its families as
 parallel threads, each family fitting models whose OpenMP or BLAS calls start a thread per core

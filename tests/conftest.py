@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +48,9 @@ os.environ.setdefault("PREFECT_LOGGING_TO_API_BATCH_INTERVAL", "0.5")
 # the suite waits on verdict events some forty times: its server stores them every 0.5 s
 # (Prefect's default 5 s, a few seconds per wait)
 os.environ.setdefault("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL", "0.5")
+# the release watcher's schedule is created by the scheduler service: every 5 s here
+# (Prefect's default 60 s) so that a test does not wait a minute for the first look
+os.environ.setdefault("PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS", "5")
 
 
 def shared_dir() -> Path:
@@ -292,3 +296,35 @@ def wait_for_paused_run(name_like: str, timeout_s: float = 120.0) -> Any:
                 return runs[0]
             time.sleep(0.5)
     raise AssertionError(f"no run named like '{name_like}' paused within {timeout_s:.0f} s")
+
+
+def unprivileged(cmd: list[str], env: dict[str, str], home: Path
+                 ) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+    """A command (a worker, say) as a user that cannot read root's files: when this suite runs
+    as root, as ``nobody``, with Debian's Python of the same version reading this environment's
+    packages (the interpreter under /root is out of nobody's reach); else as it is. Returns the
+    command, its environment and the Popen keywords that switch the user (Popen changes the
+    user itself and execs: killing the process kills the worker, no runuser in between).
+    ``home`` becomes its HOME and PREFECT_HOME, writable by it."""
+    import sysconfig
+
+    home.mkdir(parents=True, exist_ok=True)
+    python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    if os.geteuid() != 0 or not os.path.exists(python):
+        return cmd, {**env, "PREFECT_HOME": str(home)}, {}
+    shutil.chown(home, "nobody", "nogroup")
+    (home / "tmp").mkdir(exist_ok=True)
+    shutil.chown(home / "tmp", "nobody", "nogroup")
+    site = sysconfig.get_paths()["purelib"]
+    env = {**env, "PYTHONPATH": os.pathsep.join([site, str(ROOT)]), "HOME": str(home),
+           "PREFECT_HOME": str(home), "NUMBA_CACHE_DIR": str(home / "numba"),
+           "TMPDIR": str(home / "tmp")}
+    if cmd and cmd[0] == sys.executable:
+        cmd = [python, *cmd[1:]]
+    return cmd, env, {"user": "nobody", "group": "nogroup", "extra_groups": []}
+
+
+def runs_as_another_user() -> bool:
+    """:func:`unprivileged` really switches the user here."""
+    return os.geteuid() == 0 and os.path.exists(
+        f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster on 127.0.0.1 for the suite's Prefect server (issue 28, item 11).
+"""A throwaway PostgreSQL cluster on 127.0.0.1 for the suite's Prefect server.
 
 Production Prefect runs on PostgreSQL (compose does too); SQLite locked under the concurrent
 gate tests. ``.ci/run`` starts one cluster for the whole suite and exports its URL as

@@ -29,7 +29,7 @@ from typing import NoReturn
 if sys.argv[1:2] == ["gate"] and not {"-h", "--help"} & set(sys.argv[2:]):
     # ``riskgate gate``: Great Expectations' helper starts before the commands' imports (0.2
     # s), so that its own import (1.7 s of CPU) ends before the gate reads its tables rather
-    # than beside the read (issue 29); gate.run() finds it running
+    # than beside the read; gate.run() finds it running
     from riskcore.gate import gx_helper as _gx_helper
 
     _gx_helper.start()

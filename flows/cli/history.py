@@ -1,5 +1,5 @@
-"""``riskgate history RELEASE_ID --config URL``: a release's past runs, from the output store
-(issue 28, item 12): run id, time, verdict, what started it and the report, newest first."""
+"""``riskgate history RELEASE_ID --config URL``: a release's past runs, from the output store:
+run id, time, verdict, what started it and the report, newest first."""
 
 from __future__ import annotations
 

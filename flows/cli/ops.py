@@ -78,11 +78,15 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
 
     e = sub.add_parser("emit-anonymized", parents=[common],
                        help="emit riskgate.anonymization.completed (triggers a gate run)",
-                       description="Tell the deployed gate that a release is ready. The event "
-                       "carries the release id, the released file and the SHA-256 of the files "
-                       "named, so that the gate checks exactly those bytes. Exits non-zero "
-                       "when the event was not delivered; with --wait, exits with the verdict's "
-                       "code (0 approved, 1 rejected, 2 needs review, 3 error).")
+                       description="Tell the deployed gate that a release is ready, for a "
+                       "pipeline the custodian runs: it needs the Prefect API's auth string, "
+                       "and whoever holds that holds the rules (a judged pipeline writes a "
+                       "release manifest instead: README, Deploy). The event carries the "
+                       "release id, the released file and the SHA-256 of the files named, so "
+                       "that the gate checks exactly those bytes. Exits non-zero when the event "
+                       "was not delivered; with --wait, exits with the verdict's code (0 "
+                       "approved, 1 rejected, 2 needs review, 3 error), read from the run's "
+                       "decision.json (its signature checked with --public-key).")
     e.add_argument("--release", required=True, help="release id")
     e.add_argument("--released", "--url", dest="released", required=True,
                    help="URL of the released table")
@@ -143,7 +147,7 @@ def cmd_deployments(args: argparse.Namespace) -> int:
 
 def ensure_work_pool(limit: int) -> bool:
     """Create the process work pool when missing; True when it was created. Either way the
-    pool's concurrency limit is ``limit`` (issue 28: runs beyond it wait Scheduled and start
+    pool's concurrency limit is ``limit`` (runs beyond it wait Scheduled and start
     no process) and its job environment sets the gate processes' heartbeat (the lost-run
     automation listens for it), keeping whatever else an administrator put there."""
     from prefect.client.orchestration import get_client
@@ -254,6 +258,18 @@ def config_sha256(config_url: str) -> str:
     return str(load_gate(config_url).provenance["config"]["sha256"])
 
 
+def watches(config_url: str | None) -> bool:
+    """The config lists released prefixes (the watcher has somewhere to look)."""
+    from riskcore.gate.config import load_gate
+
+    if not config_url:
+        return False
+    try:
+        return bool(load_gate(config_url).config.trigger.released_prefixes)
+    except RiskgateError:
+        return False
+
+
 def recorded_tags() -> dict[str, str | None]:
     """Each deployment's recorded config SHA-256 (None when it has none or does not exist)."""
     from prefect.client.orchestration import get_client
@@ -280,10 +296,10 @@ def deployment_name(name: str) -> str:
                 name, f"release-gate/{name}")
 
 
-def record_pinned(shas: dict[str, str | None], watch_every: int) -> None:
+def record_pinned(shas: dict[str, str | None], watch_every: int, watch: bool) -> None:
     """Tag each deployment with the SHA-256 of the config it runs under (what every run
-    checks), and set the watcher's schedule: every ``watch_every`` seconds, active when the
-    triggered gates have a pinned config."""
+    checks), and set the watcher's schedule: every ``watch_every`` seconds, active when
+    ``watch`` (the pinned config lists released prefixes)."""
     from datetime import timedelta
 
     from prefect.client.orchestration import get_client
@@ -300,10 +316,10 @@ def record_pinned(shas: dict[str, str | None], watch_every: int) -> None:
             if shas.get(name):
                 tags.append(f"{CONFIG_TAG_PREFIX}{shas[name]}")
             client.update_deployment(dep.id, DeploymentUpdate(tags=tags))
-        watch = client.read_deployment_by_name(deployment_name("watch-releases"))
-        for sched in client.read_deployment_schedules(watch.id):
+        watcher = client.read_deployment_by_name(deployment_name("watch-releases"))
+        for sched in client.read_deployment_schedules(watcher.id):
             client.update_deployment_schedule(
-                watch.id, sched.id, active=bool(shas.get("watch-releases")),
+                watcher.id, sched.id, active=watch and bool(shas.get("watch-releases")),
                 schedule=IntervalSchedule(interval=timedelta(seconds=watch_every)))
 
 
@@ -392,10 +408,13 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     trigger_sha = shas_given["trigger"] or recorded.get("on-anonymization")
     nightly_sha = (None if args.no_nightly else
                    shas_given["nightly"] or recorded.get("nightly-recheck"))
+    looks = bool(trigger_sha) and watches(args.trigger_config or pinned)
     record_pinned({"on-anonymization": trigger_sha, "watch-releases": trigger_sha,
-                   "nightly-recheck": nightly_sha}, every)
-    out.print(f"release manifests: watch-releases looks every {every} s" + (
-        "" if trigger_sha else " once a trigger config is pinned"))
+                   "nightly-recheck": nightly_sha}, every, looks)
+    out.print(f"release manifests: watch-releases looks every {every} s under the pinned "
+              "config's trigger.released_prefixes" if looks else
+              "release manifests: watch-releases is inactive until the pinned config lists "
+              "trigger.released_prefixes")
     return 0
 
 

@@ -72,6 +72,8 @@ class CleanlinessReport:
     gx_start_wait: float = 0.0
     #: what preparing the tables decided (formats, markers: riskcore.gate.prepare)
     prepared: Mapping[str, Any] = field(default_factory=dict)
+    #: the scan for undeclared direct identifiers (riskcore.gate.identifiers)
+    identifiers: Any = None
 
     def with_prepared(self, checks: Sequence[CheckResult], prepared: Mapping[str, Any]
                       ) -> CleanlinessReport:
@@ -91,6 +93,8 @@ class CleanlinessReport:
                 "n_checks": len(self.checks), "n_failed": len(self.failures),
                 "declared_types": dict(self.declared_types),
                 **dict(self.prepared),
+                **({"identifiers": self.identifiers.to_dict()}
+                   if self.identifiers is not None else {}),
                 "checks": [c.to_dict() for c in self.checks]}
 
     def summary_lines(self) -> list[str]:
@@ -153,7 +157,7 @@ def warm_up() -> None:
     the other core while the run starts and the tables load (:mod:`.gx_helper`; nothing when
     it runs already).
 
-    It was a thread until the gate's overhead was profiled (issue 19): the import is Python
+    It was a thread until the gate's overhead was profiled: the import is Python
     under the interpreter's lock, so a thread only moved its 2.5 s of CPU beside Prefect's
     start-up, which it slowed as much. A worker running several gates at once has one helper
     per flow process for as long as that process lives (about 200 MB each)."""
@@ -456,7 +460,8 @@ def _column_frame(values: DistinctValues) -> pd.DataFrame:
                          for c, v in values.values.items()}, index=pd.RangeIndex(1))
 
 
-def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> CleanlinessReport:
+def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles,
+                    identifiers: Any = None) -> CleanlinessReport:
     """Run the cleanliness checks on every table of a run (Great Expectations, in memory).
 
     The checks run on the columns' distinct values (:class:`DistinctValues`), counts and
@@ -469,6 +474,8 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
     Args:
         frames: table role name -> DataFrame as read (CSV cells as text).
         roles: the column roles.
+        identifiers: the rules of the scan for undeclared direct identifiers
+            (:class:`riskcore.gate.config.IdentifierRules`; default: its defaults).
     """
     frames = {name: with_names(df) for name, df in frames.items()}
     types = declared_types(frames, roles)
@@ -487,8 +494,10 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
     # process (this thread then only waits on the helper's pipe)
     with ThreadPoolExecutor(1, thread_name_prefix="riskgate-preconditions") as pool:
         preconditions = pool.submit(_preconditions, frames, roles, types)
+        scan = pool.submit(_identifier_checks, frames, roles, identifiers)
         suites, waited = _run_suites(jobs)
         own = preconditions.result()
+        scan_checks, scanned = scan.result()
 
     found: dict[tuple[str, tuple[str, str, Any]], CheckResult] = {}
     by_name = {t: (values, {sp.key: sp.label for sp in specs}) for t, values, specs in tables}
@@ -515,9 +524,47 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles) -> Cleanli
     results = [found.get((table, sp.key)) or _no_result(table, sp)
                for table, values, specs in tables for sp in _in_frame_order(values, specs)]
     results.extend(own)
+    results.extend(scan_checks)
     return CleanlinessReport(checks=tuple(results),
                              declared_types={k: v.value for k, v in types.items()},
-                             gx_start_wait=waited)
+                             gx_start_wait=waited, identifiers=scanned)
+
+
+#: the check's label in reports
+IDENTIFIER_CHECK = "no undeclared direct identifiers"
+
+
+def _identifier_checks(frames: Mapping[str, pd.DataFrame], roles: Roles, rules: Any
+                       ) -> tuple[list[CheckResult], Any]:
+    """The scan for undeclared direct identifiers as checks: one failing line per column,
+    naming the kinds, counts and shares (never a value), else one passing line per table."""
+    from .identifiers import DEFAULT_THRESHOLD, describe, scan_tables
+
+    scan = scan_tables(frames, skip=roles.direct_identifiers,
+                       allow=getattr(rules, "allow", None) or {},
+                       threshold=getattr(rules, "threshold", DEFAULT_THRESHOLD))
+    out: list[CheckResult] = []
+    for table, columns in scan.scanned.items():
+        failing = [f for f in scan.findings if f.table == table and scan.failing(f)]
+        by_column: dict[str, list[Any]] = {}
+        for f in failing:
+            by_column.setdefault(f.column, []).append(f)
+        n = len(frames[table])
+        for col, found in by_column.items():
+            rows = np.unique(np.concatenate([f.rows for f in found]))
+            kinds = ", ".join(f.kind for f in found)
+            out.append(CheckResult(
+                table=table, check=IDENTIFIER_CHECK, column=col, success=False,
+                unexpected_count=int(rows.size), element_count=n,
+                example_rows=tuple(int(r) for r in rows[:MAX_EXAMPLE_ROWS]), source="riskgate",
+                detail=(f"{describe(found)}: remove them, declare the column under "
+                        "roles.direct_identifiers, or accept the kind in this column "
+                        f"(identifiers: {{allow: {{{col}: [{kinds}]}}}})")))
+        if not by_column:
+            out.append(CheckResult(table=table, check=IDENTIFIER_CHECK, column=None,
+                                   success=True, element_count=n, source="riskgate",
+                                   detail=f"{len(columns)} column(s) scanned"))
+    return out, scan
 
 
 def _no_result(table: str, spec: Spec) -> CheckResult:

@@ -182,6 +182,27 @@ class RolesConfig(_Model):
                      direct_identifiers=tuple(self.direct_identifiers), types=dict(self.types))
 
 
+class IdentifierRules(_Model):
+    """The scan for direct identifiers nobody declared (:mod:`riskcore.gate.identifiers`):
+    the kinds the custodian accepts in a column, and the share of cells above which a kind
+    fails (cards, IBANs and national identifiers fail at one)."""
+
+    allow: dict[str, list[str]] = Field(default_factory=dict)
+    threshold: float = Field(0.001, ge=0.0, lt=1.0)
+
+    @field_validator("allow")
+    @classmethod
+    def _kinds(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        from .identifiers import BY_KIND
+
+        for col, kinds in value.items():
+            bad = [k for k in kinds if k not in BY_KIND]
+            if bad:
+                raise ValueError(f"identifiers.allow.{col}: unknown kind(s) {bad} (known: "
+                                 f"{', '.join(BY_KIND)})")
+        return value
+
+
 class TablesConfig(_Model):
     """The tables of a run and how to read, type and encode them (what the gate and the
     ``measure``, ``attack`` and ``alc`` commands share)."""
@@ -209,6 +230,8 @@ class TablesConfig(_Model):
     #: released columns the original lacks that the custodian accepts in the release
     #: unmeasured (any other such column is refused)
     ignore_columns: list[str] = Field(default_factory=list)
+    #: the scan of every published column for undeclared direct identifiers
+    identifiers: IdentifierRules = Field(default_factory=lambda: IdentifierRules())
 
     @property
     def markers(self) -> Markers:
@@ -407,6 +430,7 @@ def load_config(source: Source, overrides: Mapping[str, Any] | None = None,
                    "report": list(ReportOptions.model_fields),
                    "storage": list(Storage.model_fields),
                    "trigger": list(TriggerRules.model_fields),
+                   "identifiers": list(IdentifierRules.model_fields),
                    "signing": list(Signing.model_fields)}
         raise config_error(exc, name, allowed=allowed) from None
     except RiskgateError as exc:  # a family's own ConfigError, already naming the key

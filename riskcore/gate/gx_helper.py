@@ -19,7 +19,7 @@ Messages are length-prefixed pickles over the child's own pipes; nothing leaves 
 The helper imports less of what GX imports (:func:`_lighten`): its checks run on in-memory
 pandas frames, so GX's optional SQL and AWS back ends (SQLAlchemy, boto3) stay out, and
 ``scipy.stats``, which only statistical expectations use, is loaded on first use. That takes
-GX's start from 2.8 s to 1.7 s of CPU (profile of issue 29: the import ran beside the gate's
+GX's start from 2.8 s to 1.7 s of CPU (the import ran beside the gate's
 CSV read on a two-core worker and slowed it by 0.7 s).
 """
 

@@ -99,7 +99,7 @@ def warm_suites() -> None:
     """Run each expectation riskgate asks once, on a two-row frame, under the names a gate
     uses first: Great Expectations' first validation in a process costs 0.1-0.15 s more than
     the next (its metric registry, the batch definitions), which the helper pays here, before
-    it is ready, rather than on the gate's path (profile of issue 29)."""
+    it is ready, rather than on the gate's path."""
     frame = pd.DataFrame({"text": pd.array(["a", None], dtype="str"),
                           "mixed": pd.Series(["a", 1], dtype=object),
                           "number": [1.0, np.nan]})

@@ -1,4 +1,4 @@
-"""A release's earlier runs, read back from the output store (issue 28 item 12, issue 32).
+"""A release's earlier runs, read back from the output store.
 
 Each finished run is ``<output_url>/<release_id>/<run_id>/decision.json``; its figures are in
 ``measures.json`` beside it. ``riskgate history`` lists the runs; the report's risk-utility map
@@ -74,7 +74,9 @@ def runs_of(release_id: str, output_url: str, options: Mapping[str, Any],
         except VerificationFailed as exc:
             runs.append({"run_id": folder_id, "finished_at": None, "verdict": None,
                          "started_by": "unknown", "signed": False,
-                         "signature": f"not verified: {exc}", "report": "", "_key": key})
+                         "signature": f"not verified: {exc}",
+                         "decision": join_url(folder, folder_id, "decision.json"),
+                         "report": "", "_key": key})
             continue
         signature = _read_bytes(fs, key + SIGNATURE_SUFFIX)
         status = ("signed (not checked)" if doc.get("signed") and signature is not None
@@ -101,6 +103,7 @@ def runs_of(release_id: str, output_url: str, options: Mapping[str, Any],
                            or "unknown"),
             "signed": status == "verified" or status.startswith("signed"),
             "signature": status,
+            "decision": join_url(folder, folder_id, "decision.json"),
             "report": presign(report, dict(options), 7 * 24 * 3600) or report,
             "_key": key})
     runs.sort(key=lambda r: str(r["finished_at"] or ""), reverse=True)

@@ -104,7 +104,7 @@ def verify_checksums(infos: list[TableInfo], expected: Mapping[str, str]) -> Non
 def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> CleanlinessReport:
     """The cleanliness checks (Great Expectations) over every table of the run."""
     with progress.working("validate"):
-        return validate_tables(frames, cfg.role_spec)
+        return validate_tables(frames, cfg.role_spec, cfg.identifiers)
 
 
 def measured_tables(gate: Gate) -> frozenset[str]:
@@ -202,9 +202,14 @@ def measure_error(exc: BaseException) -> str:
 
 
 # ---------------------------------------------------------------- outputs
-def per_record_frame(results: Mapping[str, MeasureResult], n: int) -> pd.DataFrame:
-    """Per-record risks keyed by row number (0-based row of the released table)."""
+def per_record_frame(results: Mapping[str, MeasureResult], n: int,
+                     flags: Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """Per-record risks keyed by row number (0-based row of the released table), and the
+    run's per-record flags (``identifier``: the row holds an undeclared direct identifier)."""
     cols: dict[str, Any] = {"row": np.arange(n, dtype=np.int64)}
+    for key, arr in (flags or {}).items():
+        if len(arr) == n:
+            cols[key] = arr
     for name, res in results.items():
         for key, arr in res.per_record.items():
             if len(arr) == n:
@@ -416,6 +421,8 @@ class _Run:
     per_record: pd.DataFrame | None = None
     examples: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: per-record flags from the checks (row numbers only), beside the measures' values
+    record_flags: dict[str, np.ndarray] = field(default_factory=dict)
     checksums: dict[str, str] = field(default_factory=dict)
     #: what signs the decision: a key (Signer) or the signer service (RemoteSigner)
     signer: Any = None
@@ -582,7 +589,7 @@ def _sequence(run: _Run) -> Decision:
     if all(isinstance(df, pd.DataFrame) for df in frames.values()):  # not partitions
         frames, prepared = prepare_tables(gate.config, frames, infos)
     # the encoding starts beside the checks when the steps can run both at once (its result
-    # is used only if the checks pass; issue 29: 0.25-0.35 s of a 1M-row gate's data work)
+    # is used only if the checks pass; 0.25-0.35 s of a 1M-row gate's data work)
     since = time.perf_counter()
     start_encode = getattr(steps, "start_encode", None)
     encoding: Callable[[bool], MeasureInputs] | None = (
@@ -602,8 +609,19 @@ def _sequence(run: _Run) -> Decision:
         run.timings["gx_start"] = waited
     run.validation = report.to_dict()
     run.files["validation.json"] = json_bytes(redact(run.validation))
+    flagged = (report.identifiers.rows("released") if report.identifiers is not None
+               else np.empty(0, dtype=np.int64))
+    if flagged.size:  # per record, the rows holding an undeclared identifier (no value)
+        released_rows = next(i.rows for i in infos if i.name == "released")
+        flags = np.zeros(released_rows, dtype=np.int8)
+        flags[flagged[flagged < released_rows]] = 1
+        run.record_flags["identifier"] = flags
     if not report.success:
         _discard(encoding)  # unclean data is never measured, whatever its encoding gave
+        if run.record_flags:
+            run.per_record = per_record_frame({}, len(run.record_flags["identifier"]),
+                                              run.record_flags)
+            run.files["per_record.parquet"] = parquet_bytes(run.per_record)
         return fixed_decision(Verdict.REJECTED, ["data not clean: " + line
                                                  for line in report.summary_lines()])
     if encoding is not None:
@@ -616,7 +634,7 @@ def _sequence(run: _Run) -> Decision:
                 if isinstance(df, pd.DataFrame)) >= COLLECT_ABOVE_BYTES
     frames.clear()  # the encoded arrays are all the measures need
     release_memory(collect=large)
-    # the families that run at once share the process's thread budget (issue 29)
+    # the families that run at once share the process's thread budget
     parallel = min(len(gate.measures), int(getattr(steps, "parallel_measures", 1)))
     with thread_budget(family_threads(parallel),
                        models=any(BY_NAME[n].fits_models for n in gate.measures)):
@@ -629,7 +647,7 @@ def _sequence(run: _Run) -> Decision:
     run.measures = doc["measures"]
     run.files["measures.json"] = json_bytes(doc)
     if inputs.released.multiplicity is None:
-        run.per_record = per_record_frame(results, inputs.released.n)
+        run.per_record = per_record_frame(results, inputs.released.n, run.record_flags)
         run.files["per_record.parquet"] = parquet_bytes(run.per_record)
     else:  # a partitioned table's distinct rows: their values go back to every record
         on_rows = {k: r for k, r in results.items() if BY_NAME[k].scale == "classes"}

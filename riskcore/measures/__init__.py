@@ -75,7 +75,7 @@ def run_measure(name: str, inputs: MeasureInputs,
 class StartUp:
     """The one-off set-up of the families ``names`` (:attr:`MeasureFamily.start_up`), begun
     in a thread: a gate runs it while its tables load and its checks run, and its families
-    then start without it (issue 29: it was 0.5-1.3 s of one thread in each attack family's
+    then start without it (it was 0.5-1.3 s of one thread in each attack family's
     first run, 80-97 % of it on the benchmark's 20,000 rows). ``cancel`` skips the families
     not yet begun (a run that ends before its measures: unclean data). A set-up that fails
     is only logged: the family sets itself up again when it runs, and reports its own error.

@@ -1,5 +1,5 @@
 """Copies and closeness: how near a release (synthetic data above all) stays to the original's
-rows (issue 18).
+rows.
 
 The distance measures synthetic-data users already run: SDMetrics' ``DCRBaselineProtection``
 and ``DCROverfittingProtection``, synthcity's distance metrics, and the holdout "DCR share" of

@@ -1,4 +1,4 @@
-"""Membership inference: does the release reveal who was in the original? (issue 31)
+"""Membership inference: does the release reveal who was in the original?
 
 An attacker holds a target record and the release, and asks whether the target was among the
 records the release was made from. The copies family catches verbatim rows; a synthetic

@@ -1,4 +1,4 @@
-"""Utility beside risk: what a release keeps of the original (issue 32).
+"""Utility beside risk: what a release keeps of the original.
 
 A release that is safe but useless (half its cells suppressed, a column collapsed to one
 value) should not pass unnoticed. Original O against release R over the measured columns

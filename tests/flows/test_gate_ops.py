@@ -104,7 +104,7 @@ def test_prefect_yaml_validates_and_entrypoints_import():
     trigger = triggered["triggers"][0]
     assert trigger["expect"] == ["riskgate.anonymization.completed"]
     # the event's id and time only: the flow reads the payload from the event store, so that
-    # nothing a pipeline put in it becomes a stored flow-run parameter (issue 26)
+    # nothing a pipeline put in it becomes a stored flow-run parameter
     assert set(trigger["parameters"]["trigger"]) == {"event_id", "event", "occurred"}
     DeploymentEventTrigger(**{k: v for k, v in trigger.items() if k != "type"})
     lost = next(d for d in deployments if d["name"] == "lost-run-verdict")["triggers"][0]
@@ -188,7 +188,7 @@ def test_partitioned_release_through_the_flow_on_a_dask_scheduler(tmp_path, pref
 
 
 def test_a_review_needs_the_reviewers_name_and_states_its_timeout():
-    """Issue 28 item 10: the reviewer is required, and the form says when the review times
+    """The reviewer is required, and the form says when the review times
     out into REJECTED (the config's review_timeout_s)."""
     import pydantic
 
@@ -204,7 +204,7 @@ def test_a_review_needs_the_reviewers_name_and_states_its_timeout():
 
 
 def test_a_verdict_is_not_logged_as_a_crash():
-    """Issue 28 item 4: Prefect's engine line for a run that ends Failed becomes one INFO line
+    """Prefect's engine line for a run that ends Failed becomes one INFO line
     naming the verdict when the failure is the gate's verdict; other errors stay ERROR."""
     import logging
 

@@ -21,7 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import ROOT, wait_for_paused_run
+from riskcore.errors import RiskgateError
+from tests.conftest import ROOT, runs_as_another_user, unprivileged, wait_for_paused_run
 
 pytestmark = pytest.mark.integration
 RISKGATE = [sys.executable, "-m", "riskgate.flows.cli"]
@@ -37,13 +38,14 @@ def ops(prefect_server, s3, tmp_path_factory):
     """Config, policy and tables in S3; the gate deployed; a worker polling its pool."""
     from riskcore.examples import write_example
 
-    # the store's endpoint only the documented way (issue 28, item 1): every process, worker,
+    # the store's endpoint only the documented way: every process, worker,
     # CLI and emitting pipeline, has $RISKGATE_STORAGE_OPTIONS; no AWS_ENDPOINT_URL anywhere
     env = {**prefect_server.env(), "RISKGATE_STORAGE_OPTIONS": json.dumps(
                {"endpoint_url": s3.url}),
            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1"}
     env.pop("AWS_ENDPOINT_URL", None)
+    _S3_URL[:] = [s3.url]
     files = write_example(tmp_path_factory.mktemp("ops"), n=2000, seed=5)
     client = s3.client()
     for bucket in ("ops-config", "ops-data", "ops-out"):
@@ -75,9 +77,53 @@ def ops(prefect_server, s3, tmp_path_factory):
     review = {**base, "policy": "review.yaml", "review": "pause", "review_timeout_s": 600}
     client.put_object(Bucket="ops-config", Key="gate-review.yaml",
                       Body=yaml.safe_dump(review).encode())
+    # the way for a judged pipeline: a manifest under a prefix it can write, the rest of the
+    # store out of its reach
+    client.create_bucket(Bucket="ops-releases")
+    manifest = {**base, "trigger": {"released_prefixes": ["s3://ops-releases/census/"]}}
+    client.put_object(Bucket="ops-config", Key="gate-manifest.yaml",
+                      Body=yaml.safe_dump(manifest).encode())
+    prefixed = {**base, "trigger": {"released_prefixes": ["s3://ops-data/census/"]}}
+    client.put_object(Bucket="ops-config", Key="gate-prefixed.yaml",
+                      Body=yaml.safe_dump(prefixed).encode())
+    lax = {**base, "policy": {"version": 1, "checks": ["k_anonymity.k >= 1"]}}
+    client.put_object(Bucket="ops-config", Key="gate-lax.yaml",
+                      Body=yaml.safe_dump(lax).encode())
+
+    # the key where no flow reads it: a folder only this (root) user reads, and the signer,
+    # a process of this user, on a socket the worker's user may reach
+    # (outside pytest's own temporary folder, which only this user may enter: the worker's
+    # user must reach its home and the signer's socket)
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="riskgate-ops-trust-"))
+    root.chmod(0o755)
+    keys = root / "keys"
+    assert _run(RISKGATE + ["keygen", str(keys)], env).returncode == 0
+    keys.chmod(0o700)
+    sockets = root / "signer"
+    sockets.mkdir()
+    sockets.chmod(0o755)
+    signers: list[subprocess.Popen] = []
+
+    def start_signer(*extra: str) -> None:
+        for old in signers:
+            old.terminate()
+            old.wait(timeout=30)
+        cmd = RISKGATE + ["signer", "--key", str(keys / "riskgate-signing.key"),
+                          "--socket", str(sockets / "signer.sock"),
+                          "--log", str(root / "signatures.jsonl")]
+        for url in (*SIGNED_CONFIGS, *extra):
+            cmd += ["--config", url]
+        signer = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        signers.append(signer)
+        line = signer.stdout.readline() if signer.stdout else ""
+        assert line.startswith("signer: key sha256:"), line + signer.stdout.read()
 
     # a lost run is declared after 60 s, the shortest deploy accepts (90 s by default): every
     # later deploy of the module keeps it, and the lost-run test waits a half minute less
+    start_signer()
     deployed = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--lost-after",
                                 str(LOST_AFTER_TEST_S)], env)
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
@@ -87,18 +133,27 @@ def ops(prefect_server, s3, tmp_path_factory):
     workers: list[subprocess.Popen] = []
 
     def start_worker() -> subprocess.Popen:
-        worker = subprocess.Popen(
+        # as the README deploys it: an unprivileged user, the signer's socket, no key
+        cmd, worker_env, user = unprivileged(
             [sys.executable, "-m", "prefect", "worker", "start", "--pool", "riskgate-process",
              "--limit", "10"],
-            env={**env, "PREFECT_WORKER_QUERY_SECONDS": "1",
-                 "PREFECT_WORKER_PREFETCH_SECONDS": "5"}, cwd="/tmp",
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            {**env, "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "5",
+             "RISKGATE_SIGNER_SOCKET": str(sockets / "signer.sock")}, root / "worker-home")
+        worker_env.pop("RISKGATE_SIGNING_KEY", None)
+        log = open(root / f"worker-{len(workers)}.log", "wb")  # noqa: SIM115 (kept open)
+        worker = subprocess.Popen(cmd, env=worker_env, cwd=worker_env["PREFECT_HOME"],
+                                  stdout=log, stderr=subprocess.STDOUT, **user)
         workers.append(worker)
         return worker
 
     start_worker()
     yield {"env": env, "s3": s3, "v2_sha": hashlib.sha256(v2_bytes).hexdigest(),
-           "workers": workers, "start_worker": start_worker}
+           "workers": workers, "start_worker": start_worker, "start_signer": start_signer,
+           "keys": keys, "signatures": root / "signatures.jsonl", "root": root}
+    for signer in signers:
+        signer.terminate()
+    import shutil
+
     for worker in workers:
         worker.terminate()
     for worker in workers:
@@ -107,25 +162,53 @@ def ops(prefect_server, s3, tmp_path_factory):
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(timeout=30)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 PINNED = "s3://ops-config/gate.yaml"
+#: the custodian's configs the module's signer signs for (the pinned one and those a test
+#: pins for a while, as a custodian's redeploy would)
+SIGNED_CONFIGS = (PINNED, "s3://ops-config/gate-strict.yaml", "s3://ops-config/gate-review.yaml",
+                  "s3://ops-config/gate-prefixed.yaml", "s3://ops-config/gate-manifest.yaml")
 LOST_AFTER_TEST_S = 60
 
 
+def _pin(url: str, watch_every: int = 60) -> None:
+    """What riskgate deploy --trigger-config URL records, without deploying the flows again:
+    the Variable, and the config's SHA-256 in the triggered deployments' tags (each run
+    checks them); the watcher runs when the config lists released prefixes."""
+    import os
+
+    from riskcore.gate.config import load_gate
+    from riskgate.flows.cli.ops import record_pinned, recorded_tags, set_trigger_config
+
+    options = json.loads(os.environ.get("RISKGATE_STORAGE_OPTIONS") or "{}") or {
+        "endpoint_url": _S3_URL[0]}
+    try:
+        gate = load_gate(url, None, options)
+        sha, watch = (str(gate.provenance["config"]["sha256"]),
+                      bool(gate.config.trigger.released_prefixes))
+    except RiskgateError:  # a config that cannot be read: its runs end ERROR
+        sha, watch = "0" * 64, False
+    set_trigger_config(url)
+    nightly = recorded_tags().get("nightly-recheck")
+    record_pinned({"on-anonymization": sha, "watch-releases": sha, "nightly-recheck": nightly},
+                  watch_every, watch)
+
+
+#: the S3 endpoint of the module (for _pin, which reads configs in this process)
+_S3_URL: list[str] = []
+
+
 @contextmanager
-def _pinned(url: str) -> Iterator[None]:
+def _pinned(url: str, watch_every: int = 60) -> Iterator[None]:
     """The triggered gate's pinned config for a while (what riskgate deploy
-    --trigger-config sets), then back to the module's."""
-    from prefect.variables import Variable
-
-    from riskgate.flows.release_gate import TRIGGER_CONFIG_VARIABLE
-
-    Variable.set(TRIGGER_CONFIG_VARIABLE, url, overwrite=True)
+    --trigger-config records), then back to the module's."""
+    _pin(url, watch_every)
     try:
         yield
     finally:
-        Variable.set(TRIGGER_CONFIG_VARIABLE, PINNED, overwrite=True)
+        _pin(PINNED)
 
 
 def _emit(ops: dict[str, Any], release: str, *extra: str, wait: bool = True,
@@ -222,7 +305,7 @@ def test_triggered_runs_gate_the_emitted_file_and_end_in_verdict_states(ops):
     # the flow run's parameters hold the event's id and time, never its payload
     run = _flow_run(approved["flow_run_id"])
     assert set(run.parameters["trigger"]) == {"event_id", "event", "occurred"}
-    # a verdict is not a crash: the rejected run logs no ERROR (issue 28, item 4)
+    # a verdict is not a crash: the rejected run logs no ERROR
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
@@ -239,22 +322,33 @@ def test_triggered_runs_gate_the_emitted_file_and_end_in_verdict_states(ops):
 
 
 def test_the_compose_demo_runs_outside_docker(ops):
-    """docker/demo.sh, as the compose `demo` service runs it, against the same server and S3."""
+    """docker/custodian.sh and docker/demo.sh, as the compose services run them, against the
+    same server and S3: the custodian deploys under its pinned config (the signer restarted
+    for it, as the compose signer starts after the custodian), the pipeline writes its release
+    and manifest with no Prefect API in its environment, the watcher finds it, and the
+    publishing step's riskgate verify refuses the NEEDS_REVIEW decision."""
     import os
 
-    env = {**ops["env"], "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "AWS_ENDPOINT_URL": ops["s3"].url}  # compose's own setting, for demo.sh's s3fs
-    with _pinned("s3://riskgate-config/gate.yaml"):  # as compose's deploy service pins it
-        done = subprocess.run(["sh", "docker/demo.sh"], env=env, cwd=ROOT, capture_output=True,
-                              text=True, timeout=300)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    custodian = {**ops["env"], "PATH": path, "AWS_ENDPOINT_URL": ops["s3"].url,
+                 "KEYS_DIR": str(ops["keys"])}
+    try:
+        done = subprocess.run(["sh", "docker/custodian.sh"], env=custodian, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "verdict: NEEDS_REVIEW" in done.stdout
-        # the same wait with another expectation fails: the compose run exits non-zero
-        wrong = _run(RISKGATE + ["emit-anonymized", "--release", "census-demo-2026",
-                                 "--released", "s3://riskgate-data/census/released.csv",
-                                 "--wait", "--timeout", "240", "--expect", "APPROVED"],
-                     ops["env"])
-    assert wrong.returncode not in (0, 2) and "APPROVED" in wrong.stdout + wrong.stderr
+        assert "triggered gate: config pinned" in done.stdout
+        assert "watch-releases looks every 10 s" in done.stdout
+        ops["start_signer"]("s3://riskgate-config/gate.yaml")
+        pipeline = {k: v for k, v in custodian.items() if not k.startswith("PREFECT_")}
+        done = subprocess.run(["sh", "docker/demo.sh"], env={**pipeline, "DEMO_TIMEOUT": "240"},
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        said = done.stdout + done.stderr
+        assert done.returncode == 0, said
+        assert "verdict: NEEDS_REVIEW" in said
+        assert "not verified: verdict NEEDS_REVIEW" in " ".join(said.split())
+    finally:
+        _pin(PINNED)
+        ops["start_signer"]()
 
 
 def test_the_report_is_one_click_away(ops):
@@ -291,7 +385,7 @@ def test_a_paused_review_shows_its_checks_and_frees_its_slot(ops):
             env=ops["env"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True)
         paused = wait_for_paused_run("ops-review")  # its config was read: pinned back below
-    # a run that waits for a person is found by its verdict (issue 28, item 7)
+    # a run that waits for a person is found by its verdict
     assert "verdict:NEEDS_REVIEW" in paused.tags and paused.name == "ops-review-NEEDS_REVIEW"
     with get_client(sync_client=True) as client:
         # the report and measures exist before the reviewer is asked; decision.json does not
@@ -397,7 +491,7 @@ def test_the_committed_prefect_yaml_is_the_one_source_rendered():
 
 
 def test_the_operations_run_on_prefect_with_postgresql(ops, prefect_server):
-    """Issue 28 item 11: the suite's server is on PostgreSQL, as production is (SQLite locked
+    """The suite's server is on PostgreSQL, as production is (SQLite locked
     under the concurrent gates); the fresh-home test below keeps SQLite's smoke test. The
     runs these tests triggered are rows of PostgreSQL's flow_run table."""
     import asyncio
@@ -478,9 +572,9 @@ def _post_all(ops: dict[str, Any], payloads: dict[str, dict[str, Any]]
 
 
 def test_the_judged_pipeline_cannot_choose_its_rules(ops):
-    """Issue 26's table: each payload that named the rules it is judged by got APPROVED; now
-    each ends ERROR naming the key and the pinned config, and nothing is written outside the
-    config's output folder."""
+    """A payload that names the rules it is judged by (config, policy, original, output
+    folder, or a key nobody allowed) ends ERROR naming the key and the pinned config, and
+    nothing is written outside the config's output folder."""
     v2 = "s3://ops-data/census/released-v2.csv"
     cases = {
         "steer-policy": ({"released": v2, "policy": "s3://ops-config/lax.yaml"}, "policy"),
@@ -510,11 +604,6 @@ def test_the_judged_pipeline_cannot_choose_its_rules(ops):
 
 
 def test_a_released_url_outside_the_allowed_prefixes_is_refused(ops):
-    pinned = yaml.safe_load(ops["s3"].client().get_object(
-        Bucket="ops-config", Key="gate.yaml")["Body"].read())
-    pinned["trigger"] = {"released_prefixes": ["s3://ops-data/census/"]}
-    ops["s3"].client().put_object(Bucket="ops-config", Key="gate-prefixed.yaml",
-                                  Body=yaml.safe_dump(pinned).encode())
     with _pinned("s3://ops-config/gate-prefixed.yaml"):
         refused = _post_all(ops, {
             "ops-outside": {"released": "s3://ops-data/other/released.csv"},
@@ -571,6 +660,24 @@ def test_an_unauthenticated_emit_is_refused_with_one_line(tmp_path, monkeypatch)
                        timeout=120)
         assert allowed.returncode == 0, allowed.stdout + allowed.stderr
         assert "emitted riskgate.anonymization.completed" in allowed.stdout
+        # a wrong or an empty auth string on the commands that talk to the API: one line
+        # each, before anything is done (the health check alone needs no credentials)
+        config = tmp_path / "gate.yaml"
+        config.write_text(yaml.safe_dump({
+            "release_id": "auth", "original": "o.csv", "released": "r.csv",
+            "output_url": "out", "roles": {"quasi_identifiers": ["a"]},
+            "policy": {"version": 1, "checks": []}}))
+        for command in (["gate", "--config", str(config)], ["limits", "--gate", "3"],
+                        ["deploy"]):
+            for given, why in (("riskgate:wrong", "the PREFECT_API_AUTH_STRING given is not "
+                                                  "the server's"),
+                               ("", "PREFECT_API_AUTH_STRING is not set (or empty)")):
+                done = _run(RISKGATE + command, {**base, "PREFECT_API_AUTH_STRING": given},
+                            timeout=120)
+                text = done.stdout + done.stderr
+                lines = [ln for ln in text.splitlines() if ln.strip()]
+                assert done.returncode == 3 and len(lines) == 1, (command, given, text)
+                assert "refused the request (401)" in lines[0] and why in lines[0], lines[0]
 
 
 def _processes_of_run(run_id: Any) -> list[int]:
@@ -643,7 +750,7 @@ def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):
 
 
 def test_the_pool_starts_no_more_gates_than_its_limit(ops):
-    """Issue 28 item 8: the limit is at the door. With the gate limit at 2, four triggers
+    """The limit is at the door. With the gate limit at 2, four triggers
     start two gate processes; the other two wait Scheduled (no process) and run after."""
     from datetime import UTC, datetime
 
@@ -723,7 +830,7 @@ def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
 
 
 def test_history_lists_a_releases_runs_newest_first(ops):
-    """Issue 28 item 12: the release's runs from the output store, with a report link."""
+    """The release's runs from the output store, with a report link."""
     first, second = _emit_all(ops, ("ops-history",), ("ops-history",))
     assert first.returncode == second.returncode == 0, first.stdout + second.stdout
     done = _run(RISKGATE + ["history", "ops-history", "--config", PINNED, "--json"],
@@ -739,7 +846,7 @@ def test_history_lists_a_releases_runs_newest_first(ops):
 
 
 def test_a_run_lost_with_its_worker_ends_error(ops):
-    """Issue 28 item 2, what nothing on the worker's side survives: SIGKILL the worker and the
+    """What nothing on the worker's side survives: SIGKILL the worker and the
     gate's process together (a lost host or container). Killing the worker alone ends the gate
     at its next line of output, through the crash hook (its output pipe breaks); with both gone, no
     hook runs, and the server's automation (riskgate deploy) ends the run Crashed "Error" once
@@ -787,3 +894,199 @@ def test_a_run_lost_with_its_worker_ends_error(ops):
     never_started = _flow_run(str(starting.id), timeout_s=60)
     assert (never_started.state.type.value, never_started.state.name) == ("CRASHED", "Error")
     assert LOST_MESSAGE in str(never_started.state.message)  # (and the recorder's words)
+
+
+# ---------------------------------------------------------------- separation of duties
+def _final_run(run_id: Any, timeout_s: float = 180.0) -> Any:
+    return _flow_run(str(run_id), timeout_s=timeout_s)
+
+
+def test_no_run_parameter_can_change_the_rules(ops):
+    """What the API's auth string lets a pipeline do, each closed: runs of on-anonymization
+    created with their own config, with overrides that swap the policy, with a policy, end
+    ERROR naming the parameter; the pinned Variable re-pinned to a lax config without a
+    redeploy ends ERROR "the pinned config changed since deploy"."""
+    from prefect.client.orchestration import get_client
+    from prefect.variables import Variable
+
+    from riskgate.flows.names import TRIGGER_CONFIG_VARIABLE
+
+    attempts = {"config": {"config": "s3://ops-config/gate-lax.yaml"},
+                "overrides": {"overrides": {"policy": "s3://ops-config/strict.yaml"}},
+                "policy": {"policy": {"version": 1, "checks": []}}}
+    with get_client(sync_client=True) as client:
+        dep = client.read_deployment_by_name("release-gate/on-anonymization")
+        made = {key: client.create_flow_run_from_deployment(dep.id, parameters=params)
+                for key, params in attempts.items()}
+    for key, run in made.items():
+        final = _final_run(run.id)
+        assert (final.state.type.value, final.state.name) == ("CRASHED", "Error"), final.state
+        assert f"parameter(s) ['{key}'] are not accepted by a deployed gate" in \
+            final.state.message, final.state.message
+        assert "verdict:ERROR" in final.tags
+    Variable.set(TRIGGER_CONFIG_VARIABLE, "s3://ops-config/gate-lax.yaml", overwrite=True)
+    try:
+        repinned = _emit(ops, "ops-repinned")
+    finally:
+        _pin(PINNED)
+    assert repinned.returncode == 3, repinned.stdout + repinned.stderr
+    said = " ".join(repinned.stdout.split())
+    assert "the pinned config changed since deploy" in said and "gate-lax.yaml" in said
+
+
+def test_a_deployments_step_cannot_read_the_signing_key(ops):
+    """An API holder's deployment whose pull step runs on the gate's worker, dumping its
+    environment and trying the key file: the environment holds no key (the signer's socket
+    only) and, the worker running as its own user, the key file cannot be read. Without the
+    key no decision can be forged for a file never gated."""
+    from prefect.client.orchestration import get_client
+
+    loot = ops["root"] / "loot"  # where the worker's user can write (pytest's is not)
+    loot.mkdir()
+    loot.chmod(0o777)
+    key = ops["keys"] / "riskgate-signing.key"
+    script = (f"sh -c 'env > {loot}/env.txt; cat {key} > {loot}/key.txt 2> {loot}/key.err; "
+              f"cat $RISKGATE_SIGNING_KEY >> {loot}/key.txt 2>> {loot}/key.err'")
+    with get_client(sync_client=True) as client:
+        flow = client.read_flow_by_name("riskgate-lost-run")
+        dep_id = client.create_deployment(
+            flow_id=flow.id, name="innocent-looking", work_pool_name="riskgate-process",
+            entrypoint="riskgate.flows.release_gate.lost_run_verdict",
+            pull_steps=[{"prefect.deployments.steps.run_shell_script": {"script": script}}],
+            parameters={"lost_run": "nothing"})
+        run = client.create_flow_run_from_deployment(dep_id)
+    final = _final_run(run.id)
+    assert (loot / "env.txt").exists(), final.state  # the step ran, on the gate's worker
+    env = (loot / "env.txt").read_text()
+    assert "RISKGATE_SIGNER_SOCKET=" in env and "RISKGATE_SIGNING_KEY" not in env
+    assert "PRIVATE KEY" not in env
+    if runs_as_another_user():
+        assert (loot / "key.txt").read_bytes() == b""
+        assert "Permission denied" in (loot / "key.err").read_text()
+
+
+def test_the_control_is_the_custodians(ops):
+    """A payload that names its own made-up rows as the control (turning a membership alarm
+    into a pass) is refused: the control comes from the config unless trigger.allow lists
+    it."""
+    verdict = _post(ops, "ops-steered-control", {
+        "released": "s3://ops-data/census/released-v2.csv",
+        "control": "s3://ops-data/census/released-v1.csv"})
+    reasons = " ".join(verdict.get("reasons") or [])
+    assert verdict["verdict"] == "ERROR"
+    assert "payload key 'control' is not allowed" in reasons
+    assert "the control is the custodian's holdout" in reasons
+
+
+def _wait_for_decision(ops: dict[str, Any], release: str, timeout_s: float = 240.0
+                       ) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return _decision(ops, release)
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+def test_a_pipeline_with_write_access_alone_triggers_its_gate(ops):
+    """The manifest path end to end: a pipeline whose environment holds no Prefect URL nor
+    auth string writes its release and release.json under its prefix; watch-releases finds
+    the manifest, the gate runs under the pinned rules, the signer signs, riskgate verify
+    accepts it under the custodian's config and refuses it under another; the same manifest
+    seen again starts no second run."""
+    import os
+
+    manifest_config = "s3://ops-config/gate-manifest.yaml"
+    pipeline = {k: v for k, v in ops["env"].items() if not k.startswith("PREFECT_")}
+    pipeline["PATH"] = os.environ["PATH"]
+    write = ("import hashlib, json, sys\n"
+             "from riskcore.storage import read_bytes, write_bytes, deployment_options\n"
+             "data = read_bytes('s3://ops-data/census/released-v2.csv', None, max_bytes=1<<30,"
+             " what='x').data\n"
+             "base = 's3://ops-releases/census/v3/'\n"
+             "write_bytes(base + 'released.csv', data, overwrite=True)\n"
+             "doc = {'release_id': 'ops-manifest', 'released': 'released.csv',\n"
+             "       'checksums': {'released': hashlib.sha256(data).hexdigest()}}\n"
+             "write_bytes(base + 'release.json', json.dumps(doc).encode(), overwrite=True)\n")
+    with _pinned(manifest_config, watch_every=10):
+        done = subprocess.run([sys.executable, "-c", write], env=pipeline, cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        decision = _wait_for_decision(ops, "ops-manifest")
+        assert decision["verdict"] == "APPROVED", decision["reasons"]
+        assert decision["trigger"]["manifest"] == "s3://ops-releases/census/v3/release.json"
+        assert decision["signed"] is True
+        assert decision["provenance"]["config"]["url"] == manifest_config
+        released = "s3://ops-releases/census/v3/released.csv"
+        decision_url = f"s3://ops-out/riskgate/ops-manifest/{decision['flow_run_id']}/" \
+            "decision.json"
+        pub = str(ops["keys"] / "riskgate-signing.pub")
+        ok = _run(RISKGATE + ["verify", released, "--decision", decision_url, "--public-key",
+                              pub, "--config", manifest_config], ops["env"])
+        assert ok.returncode == 0 and "verified:" in ok.stdout, ok.stdout + ok.stderr
+        other = _run(RISKGATE + ["verify", released, "--decision", decision_url,
+                                 "--public-key", pub, "--config", PINNED], ops["env"])
+        assert other.returncode == 1 and "not verified: different rules" in other.stdout + \
+            other.stderr
+        marker = [o["Key"] for o in ops["s3"].client().list_objects_v2(
+            Bucket="ops-out", Prefix="riskgate/_manifests/").get("Contents", [])]
+        assert len(marker) == 1
+        time.sleep(25)  # two more looks of the watcher: the manifest is not gated again
+        _decision(ops, "ops-manifest")  # still exactly one decision
+    signatures = [json.loads(line) for line in ops["signatures"].read_text().splitlines()]
+    assert any(s["flow_run_id"] == decision["flow_run_id"] for s in signatures)
+
+
+def test_emit_trusts_the_decision_not_the_event(ops):
+    """Anyone holding the auth string can emit a verdict event. emit-anonymized --wait with
+    --public-key reads the run's decision.json and checks its signature: a forged APPROVED
+    event pointing at a forged decision ends exit 3, "not verified"."""
+    from datetime import UTC, datetime
+
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+
+    from riskgate.flows.cli.ops import post_event
+
+    forged = {"schema": "riskgate.decision/1", "release_id": "ops-forged", "verdict": "APPROVED",
+              "approved": True, "signed": True, "signing_key": "sha256:" + "0" * 64,
+              "inputs": [{"name": "released", "sha256": ops["v2_sha"]}], "reasons": []}
+    client = ops["s3"].client()
+    client.put_object(Bucket="ops-data", Key="forged/decision.json",
+                      Body=json.dumps(forged).encode())
+    client.put_object(Bucket="ops-data", Key="forged/decision.json.sig",
+                      Body=json.dumps({"schema": "riskgate.signature/2", "signature": "AAAA",
+                                       "key_fingerprint": "sha256:" + "0" * 64}).encode())
+    with _pinned("s3://ops-config/gate-strict.yaml"):  # the real verdict: REJECTED
+        waiting = subprocess.Popen(RISKGATE + [
+            "emit-anonymized", "--release", "ops-forged", "--released",
+            "s3://ops-data/census/released-v2.csv", "--wait", "--timeout", "240",
+            "--public-key", str(ops["keys"] / "riskgate-signing.pub")],
+            env=ops["env"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+        with get_client(sync_client=True) as api:
+            deadline = time.monotonic() + 60
+            trigger = []
+            while not trigger and time.monotonic() < deadline:
+                trigger = api.read_events(filter=EventFilter(
+                    event=EventNameFilter(name=["riskgate.anonymization.completed"]),
+                    resource=EventResourceFilter(id=["riskgate.release.ops-forged"])),
+                    limit=5).events
+                time.sleep(0.2)
+        assert trigger, "the pipeline's event never arrived"
+        post_event(ops["env"]["PREFECT_API_URL"], {
+            "id": str(uuid.uuid4()), "occurred": datetime.now(UTC).isoformat(),
+            "event": "riskgate.release.approved",
+            "resource": {"prefect.resource.id": "riskgate.release.ops-forged"},
+            "related": [{"prefect.resource.id": f"prefect.event.{trigger[0].id}",
+                         "prefect.resource.role": "trigger"}],
+            "payload": {"release_id": "ops-forged", "verdict": "APPROVED",
+                        "decision_url": "s3://ops-data/forged/decision.json"}})
+        said, _ = waiting.communicate(timeout=300)
+    assert waiting.returncode != 0, said
+    if "not verified" in said:  # the forged event came first: refused, not believed
+        assert waiting.returncode == 3 and "verdict: ERROR" in said
+    else:  # the real verdict came first: the decision says REJECTED, and verifies
+        assert "decision: verified" in said and waiting.returncode == 1

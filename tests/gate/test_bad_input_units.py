@@ -65,7 +65,7 @@ def test_duplicate_column_names_in_csv(tmp_path):
 
 
 def test_a_csv_read_by_column_still_accounts_for_every_record(tmp_path):
-    """Issue 19: the original's unmeasured columns are not read (the fast reader converts the
+    """The original's unmeasured columns are not read (the fast reader converts the
     wanted ones alone), yet every record is parsed and counted: a stray quote that swallows
     rows is still caught, whichever column it sits in."""
     path = tmp_path / "original.csv"
@@ -97,7 +97,7 @@ def test_record_lines_count_the_non_empty_lines_after_the_header():
 
 
 def test_records_add_up_as_the_line_by_line_count_says():
-    """Issue 29: the check that Arrow's records are the file's non-empty lines takes a
+    """The check that Arrow's records are the file's non-empty lines takes a
     shortcut (one count of line feeds when there is no carriage return); on 3,000 random
     files parsed by Arrow it answers as comparing with the line-by-line count does."""
     import pyarrow as pa

@@ -273,7 +273,7 @@ def _attack_missing_column(ws: Workspace) -> None:
 
 
 
-# ---- issue 27: the second hardening round
+# ---- the second hardening round
 def _hierarchy(text: bytes | str) -> Callable[[Workspace], None]:
     """Region generalized by an ARX hierarchy file holding ``text``."""
     def make(ws: Workspace) -> None:
@@ -571,7 +571,7 @@ CASES = [
          r"'released'",
          command=lambda ws: ["attack", "inference", str(ws.original), str(ws.released),
                              "--config", str(ws.config_path), "--secret", "diagnosis"]),
-    # ---- issue 27: a proper holdout passes, a leaky one does not
+    # ---- a proper holdout passes, a leaky one does not
     Case("control-independent-sample-passes", _control(0.0), 0, r"verdict: APPROVED",
          "APPROVED", MEASURED_FILES),
     Case("control-with-5pct-original-rows", _control(0.05), 1,

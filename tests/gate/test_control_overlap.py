@@ -1,4 +1,4 @@
-"""The control-overlap check (issue 27, item 1): a control is refused as "not held out" only when
+"""The control-overlap check: a control is refused as "not held out" only when
 it shares significantly more rows with the original than independent samples of the same data
 do. Real data repeats itself: two disjoint halves of a realistic sample coincide on most rows
 over a few coarse columns, and anonymeter's own holdout was refused (8,611 of 9,758 rows

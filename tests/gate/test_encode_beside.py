@@ -1,4 +1,4 @@
-"""The encoding runs beside the cleanliness checks when the steps can (issue 29), and the
+"""The encoding runs beside the cleanliness checks when the steps can, and the
 checks still decide: unclean data is REJECTED for what the checks found, whatever the
 encoding beside them gave, and a run never ends with the encoding still going."""
 
@@ -116,7 +116,7 @@ def test_work_beside_records_its_span_and_hands_over_its_error():
 
 def test_the_families_start_up_begins_with_the_run_and_ends_before_it_returns(
         example_files, tmp_path, monkeypatch):
-    """Issue 29: a run begins its families' one-off set-up (riskcore.measures.start_up) as it
+    """A run begins its families' one-off set-up (riskcore.measures.start_up) as it
     starts, beside the load and the checks, for the families it measures, when they run in
     its process; when the run ends, what was not begun is cancelled (unclean data is never
     measured) and the thread has ended when the run returns, its verdict written."""

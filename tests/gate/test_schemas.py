@@ -99,7 +99,7 @@ def test_measure_command_json_validates_against_the_measures_schema(demo_run, ca
 
 
 def test_the_demo_shows_copies_in_its_outputs_and_the_policy_reads_them(demo_run):
-    """Issue 18: per-record DCR and copy flags keyed by row number, the report's section, and
+    """Per-record DCR and copy flags keyed by row number, the report's section, and
     the example policy's two checks (the k-anonymized demo reproduces its rows in the
     release's domain: review; no control table: the holdout share cannot pass)."""
     import pandas as pd

@@ -1,5 +1,5 @@
 """A text column that several tables share is checked once, on the union of their distinct
-values (issue 19): each table still gets its own outcome, counts and example rows."""
+values: each table still gets its own outcome, counts and example rows."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_a_check_without_a_result_fails_closed(monkeypatch) -> None:
 
 
 def test_a_large_text_column_screened_by_arrow_gives_the_same_report(monkeypatch) -> None:
-    """Issue 29: a large text column whose checks are regular expressions sends Great
+    """A large text column whose checks are regular expressions sends Great
     Expectations only the values that Arrow's RE2 finds failing (and its first value); the
     report (outcomes, counts, example rows) is the one GX gives on every value."""
     from riskcore.gate import cleanliness

@@ -1,4 +1,4 @@
-"""Signals and children (issue 27, item 7): a SIGTERMed gate stops within 10 s with an ERROR
+"""Signals and children: a SIGTERMed gate stops within 10 s with an ERROR
 decision (never a half-written folder), and neither Great Expectations' helper nor the private
 Prefect server outlives the gate, under SIGTERM or SIGKILL. The console script runs as a user
 runs it, in its own process; the processes are looked for in /proc."""

@@ -1,4 +1,4 @@
-"""The thread budget (issue 29): sized from the cores and the families at once, applied to the
+"""The thread budget: sized from the cores and the families at once, applied to the
 OpenMP/BLAS pools that scikit-learn and NumPy load, reference-counted across concurrent
 gates, and a worker's setting that refuses nonsense with one line."""
 

@@ -188,7 +188,7 @@ print(json.dumps(out))
 
 
 def test_a_familys_start_up_leaves_its_first_run_nothing_to_import():
-    """Issue 29: each family's one-off set-up (numba's registries, scipy.optimize, the
+    """Each family's one-off set-up (numba's registries, scipy.optimize, the
     models' scikit-learn) is its ``start_up``, which a gate runs while its tables load; the
     family's first run in a fresh process then imports none of numba, scipy or scikit-learn.
     The attack families never import scipy.stats (half a second of one thread): their normal

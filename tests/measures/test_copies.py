@@ -1,4 +1,4 @@
-"""The copies family (issue 18): planted cases with known answers, brute force on small tables,
+"""The copies family: planted cases with known answers, brute force on small tables,
 missing values and mixed types, determinism across processes, and the gate's outputs."""
 
 from __future__ import annotations

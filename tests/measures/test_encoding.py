@@ -1,4 +1,4 @@
-"""The encoding pass's shortcuts give what the plain pandas calls give (issue 19's speed and
+"""The encoding pass's shortcuts give what the plain pandas calls give (the speed and
 memory work): sorted codes of numbers, and the rows whose text reads as an infinite number."""
 
 from __future__ import annotations

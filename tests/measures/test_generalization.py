@@ -123,7 +123,7 @@ def test_suppressed_cells_give_a_risk_between_none_and_all_suppressed(demo):
 
     none, tenth, half = suppressed(0.0), suppressed(0.1), suppressed(0.5)
     assert half < tenth < none, (none, tenth, half)
-    # a token standing for more than half of a column's cells is refused (issue 27, item 3)
+    # a token standing for more than half of a column's cells is refused
     with pytest.raises(ConfigError, match=r"suppressed: the token\(s\) \['\*'\] cover 60\.0% "
                        r"of the released cells of column 'age'"):
         suppressed(0.6)
@@ -131,7 +131,7 @@ def test_suppressed_cells_give_a_risk_between_none_and_all_suppressed(demo):
 
 def test_a_suppression_token_that_is_real_data_is_refused(demo):
     """Listing the release's real labels as 'suppressed' made every cell match anything and
-    turned a REJECTED release into APPROVED (issue 27, item 3)."""
+    turned a REJECTED release into APPROVED."""
     frames = _by_hand(_frames(demo))
     label = str(frames["original"]["sex"].dropna().iloc[0])
     config = tables_config({"released": "r.csv", "original": "o.csv", "seed": 5,
@@ -229,7 +229,7 @@ def test_an_inconclusive_attack_is_reviewed_as_the_policy_says(setting, partly, 
 
 
 def test_the_share_of_suppressed_cells_is_the_same_from_categories_or_rows():
-    """Issue 29: a Categorical's token share is found through its categories (no pass over
+    """A Categorical's token share is found through its categories (no pass over
     the rows when no category is a token); the same share as comparing every cell."""
     from riskcore.alignment import _token_share
 

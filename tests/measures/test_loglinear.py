@@ -1,4 +1,4 @@
-"""The log-linear population model (issue 17): hand-computed fits and risks on a 2x2x2 table,
+"""The log-linear population model: hand-computed fits and risks on a 2x2x2 table,
 the model choice, and estimates against the truth counted in known populations."""
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _estimates(pop: pd.DataFrame, keys: list[str], frac: float, seed: int
 def test_the_log_linear_estimate_is_within_20_percent_of_the_truth(structure):
     """Tolerance: the truth a sample can see (population uniques that were sampled) has a
     relative sampling error of 1/sqrt(PU pi), at most 6 % in the cases asserted here
-    (PU pi >= 300); 20 % (the issue's goal) leaves room for the model's own bias. Correlated
+    (PU pi >= 300); 20 % (the goal) leaves room for the model's own bias. Correlated
     zip-keys at 5 % are left out: BIC keeps zip x ethnicity only from 10 % (+31 % at 5 %, in
     bench/population.py)."""
     for seed in (1, 2):

@@ -1,4 +1,4 @@
-"""Membership inference (issue 31): the figures against brute force, a planted near-copy
+"""Membership inference: the figures against brute force, a planted near-copy
 release caught while its exact-copy share stays 0, an independent resample of the same
 population that shows no membership, and no control that is never a pass."""
 
@@ -30,7 +30,7 @@ def _people(n: int, seed: int) -> pd.DataFrame:
 
 def _near_copies(original: pd.DataFrame, synthetic: pd.DataFrame, share: float, seed: int
                  ) -> pd.DataFrame:
-    """The issue's release: a synthetic table with ``share`` of it replaced by original rows
+    """A leaky release: a synthetic table with ``share`` of it replaced by original rows
     with small noise (age +-1, hours +-1, income +-3 %)."""
     rng = np.random.default_rng(seed)
     k = int(share * len(synthetic))

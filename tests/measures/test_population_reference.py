@@ -41,7 +41,7 @@ def test_models_match_arx(shared, testdata, name):
 
 
 def test_no_sample_uniques_gives_zero_with_the_reason():
-    """Issue 17 item 4: the safest case is 0 population uniques, said so; not 'unavailable'."""
+    """The safest case is 0 population uniques, said so; not 'unavailable'."""
     import pandas as pd
 
     sizes = np.array([2, 2, 3, 5])

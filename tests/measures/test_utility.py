@@ -1,4 +1,4 @@
-"""Utility beside risk (issue 32): the shapes, pair trends and propensity against hand
+"""Utility beside risk: the shapes, pair trends and propensity against hand
 computation and SDMetrics' QualityReport, IL1s against its formula on sdcMicro's microaggregated
 free1, the information-loss figures of a generalized release, and the policy's "not useful"."""
 

@@ -329,7 +329,7 @@ def run_alc(data: ALCData, secret: str, known: Sequence[str],
             targets: np.ndarray | None = None, recall: str = "targeted",
             baseline: str = "model", prior_swap_fraction: float = 0.1,
             progress: Callable[[int, int, str], None] | None = None) -> ALCResult:
-    """:func:`_run_alc` inside the thread budget (issue 29): its many small model fits take
+    """:func:`_run_alc` inside the thread budget: its many small model fits take
     one thread per 100,000 original rows, within the process's budget (a gate's lower
     budget for parallel families stays in force); forests grow as many trees at once as the
     budget in force when the attack starts."""

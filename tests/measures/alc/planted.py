@@ -1,4 +1,4 @@
-"""Generated data for the planted-copies test of the ALC halting rule (issue 7).
+"""Generated data for the planted-copies test of the ALC halting rule.
 
 The original: four categorical known columns, one continuous, and a secret that equals a
 function of column ``a`` for 80 % of the rows (so the baseline, trained on raw data, predicts it

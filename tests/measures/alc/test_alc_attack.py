@@ -27,7 +27,7 @@ def planted():
 
 
 def test_copies_of_15_percent_are_at_risk_and_the_clean_table_is_safe(planted):
-    """Issue 7: a released table in which 15 % of the original rows are copied verbatim comes
+    """A released table in which 15 % of the original rows are copied verbatim comes
     out at risk for a secret the copies reveal, the same table without the copies stays safe;
     and with the package's early-low halts alone the attack is cut off at a checkpoint where
     only high-recall prefixes are significant, so that the leaking table is reported safe."""

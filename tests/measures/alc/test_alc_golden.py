@@ -1,5 +1,5 @@
-"""The ALC against anonymity_loss_coefficient 1.0.32 on two more of the paper's data sets
-(issue 30, item 3): BankChurners and child, released with 20 % swapping. The golden numbers
+"""The ALC against anonymity_loss_coefficient 1.0.32 on two more of the paper's data sets:
+BankChurners and child, released with 20 % swapping. The golden numbers
 come from the package in its own environment (``python -m bench.alc_reference`` regenerates
 alc_golden.json).
 

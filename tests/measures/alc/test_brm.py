@@ -68,7 +68,7 @@ def _oracle(ori, rels, known, secret, kinds):
 @pytest.mark.parametrize("path", ["compiled", "numpy"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_brm_matches_the_per_target_oracle(seed, path, monkeypatch):
-    """Both paths (issue 29: the compiled kernel; the NumPy matrix without numba) give the
+    """Both paths (the compiled kernel; the NumPy matrix without numba) give the
     oracle's predictions and rank scores: two released tables, one lacking a known column,
     missing values on both sides, ties."""
     assert brm_module._compiled() is not None  # numba is a dependency: the kernel is there

@@ -1,4 +1,4 @@
-"""riskcore's side of the seed-for-seed comparison with anonymeter 1.1.0 (issue 30): the same
+"""riskcore's side of the seed-for-seed comparison with anonymeter 1.1.0: the same
 attacks, parameters and data as bench/peers/anonymeter_components.py, as components.
 
 Shared by tests/measures/attacks/test_anonymeter_golden.py and bench/attack_reference.py,

@@ -1,5 +1,5 @@
-"""The attacks' components against anonymeter 1.1.0, seed for seed, on its own example data
-(issue 30). The golden numbers come from the peer in its own environment
+"""The attacks' components against anonymeter 1.1.0, seed for seed, on its own example data.
+The golden numbers come from the peer in its own environment
 (``python -m bench.attack_reference`` regenerates anonymeter_golden.json).
 
 What cannot match seed for seed: each tool draws its own random stream (riskcore one seeded
@@ -66,8 +66,8 @@ def test_mean_risk_within_the_reference_spread_and_never_laxer(kind, runs):
 
 
 def test_univariate_singling_out_no_longer_under_reports():
-    """The issue's case: riskcore's mean risk was 0.013 against anonymeter's 0.044, because its
-    control count was 2-4x too high after the size correction."""
+    """The reported case: riskcore's mean risk was 0.013 against anonymeter's 0.044, because
+    its control count was 2-4x too high after the size correction."""
     mine = [ours("so-uni", seed) for seed in SEEDS]
     ref = GOLDEN["runs"]["so-uni"]
     assert np.mean([m["risk"] for m in mine]) >= 0.9 * np.mean([r["risk"] for r in ref])

@@ -68,7 +68,7 @@ def test_gower_and_neighbours_against_brute_force(shared):
 
 
 def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monkeypatch):
-    """Issue 19: the numba kernel and the NumPy blocks agree to the bit, on ties (few
+    """The numba kernel and the NumPy blocks agree to the bit, on ties (few
     categories), missing numbers and suppressed cells, for k = 1, several and all."""
     from riskcore.measures.attacks import gower
     from riskcore.measures.attacks.gower import MixedMatrix
@@ -94,7 +94,7 @@ def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monke
 
 
 def test_the_pruned_nearest_distance_equals_the_full_search():
-    """Issue 31: membership's nearest-distance search (groups by categorical codes, a walk on
+    """Membership's nearest-distance search (groups by categorical codes, a walk on
     one sorted numeric column) gives the full search's distances to the bit, on ties, missing
     numbers (alone and in the walk's column), suppressed cells, no numbers or no categories."""
     from riskcore.measures.attacks import gower
@@ -120,7 +120,7 @@ def test_the_pruned_nearest_distance_equals_the_full_search():
 
 
 def test_the_compiled_query_counter_equals_the_row_by_row_definition(monkeypatch):
-    """Issue 19: singling out's compiled counter (candidates from the inverted index, early
+    """Singling out's compiled counter (candidates from the inverted index, early
     stop) gives each query's exact count, and the same count capped at a limit, on every
     operator, missing numbers and codes, and a column with suppressed cells."""
     from riskcore.measures.attacks import singling_out as so
@@ -173,7 +173,7 @@ CASE_MANY_GROUPS = 70  # queries of 3 columns, seed 5: the 70th in attempt 8,166
 
 
 def test_multivariate_queries_are_those_of_the_one_by_one_search():
-    """Issue 29: the multivariate generator looks only at the attempts that single out a row
+    """The multivariate generator looks only at the attempts that single out a row
     (a query's count is a function of the query); the queries kept and the number of
     attempts are those of the search that looks at every attempt in order, skipping any
     query seen before, down to where the last query is found and where max_attempts stops.

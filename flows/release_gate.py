@@ -625,6 +625,8 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
       task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
       on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
 def deployed_gate(trigger: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
+                  config: Any = None, overrides: Any = None, policy: Any = None,
+                  storage_options: Any = None, dask_address: Any = None, origin: Any = None,
                   **refused: Any) -> State[Any]:
     """The gate as its deployments run it: under the config pinned at deploy time, and
     nothing a run's parameters say can change that.
@@ -632,12 +634,21 @@ def deployed_gate(trigger: dict[str, Any] | None = None, manifest: dict[str, Any
     Args:
         trigger: set by ``on-anonymization``'s event trigger: ``{event_id, event, occurred}``.
         manifest: set by ``watch-releases``: ``{url, sha256}`` of a release manifest.
-        refused: any other parameter (``config``, ``overrides``, ``policy``...): the run ends
-            ERROR naming it; the rules are the custodian's, pinned by ``riskgate deploy``.
+        config, overrides, policy, storage_options, dask_address, origin: refused: a run
+            created with one ends ERROR naming it (they are named here so that Prefect hands
+            them to the flow instead of failing the run before it starts); the rules are the
+            custodian's, pinned by ``riskgate deploy``.
+        refused: any other parameter, refused the same way (in-process calls; Prefect's
+            engine fails a deployment's run with an unknown parameter before it starts, and
+            the crash hook then writes its ERROR verdict).
 
     Without ``trigger`` or ``manifest`` (``nightly-recheck``) the nightly config is gated.
     """
-    request = Request(trigger=trigger, manifest=manifest, refused=tuple(sorted(refused)),
+    given = {"config": config, "overrides": overrides, "policy": policy,
+             "storage_options": storage_options, "dask_address": dask_address,
+             "origin": origin, **refused}
+    request = Request(trigger=trigger, manifest=manifest,
+                      refused=tuple(sorted(k for k, v in given.items() if v is not None)),
                       deployed=True)
     return _guarded(request, None, None)
 

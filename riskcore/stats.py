@@ -95,3 +95,18 @@ def risk_band_counts(risk: np.ndarray, multiplicity: np.ndarray | None = None) -
     counts = np.bincount(np.minimum(idx, edges.size - 1), weights=multiplicity,
                          minlength=edges.size)
     return [int(c) for c in counts]
+
+
+def clopper_pearson(successes: int, trials: int, alpha: float, side: str) -> float:
+    """The one-sided Clopper-Pearson bound of a binomial proportion at level 1 - alpha:
+    ``side="lower"`` is B(alpha; k, n - k + 1) (0 when k = 0), ``"upper"`` is
+    B(1 - alpha; k + 1, n - k) (1 when k = n), B the inverse of the regularized incomplete
+    beta function. Exact: the bound holds at its level for every n (Clopper & Pearson 1934)."""
+    from scipy.special import betaincinv
+
+    k, n = int(successes), int(trials)
+    if n <= 0:
+        return 0.0 if side == "lower" else 1.0
+    if side == "lower":
+        return 0.0 if k <= 0 else float(betaincinv(k, n - k + 1, alpha))
+    return 1.0 if k >= n else float(betaincinv(k + 1, n - k, 1 - alpha))

@@ -136,7 +136,8 @@ class Policy:
 @dataclass(frozen=True)
 class CheckOutcome(Record):
     """One check's outcome; ``min``/``max`` are the check's bounds (for plots), ``kind`` is
-    "check" for a policy check and "alarm" for an unchecked family's alarm."""
+    "check" for a policy check, "alarm" for an unchecked family's alarm and "claim" for a
+    claim of the config the data refutes."""
 
     id: str
     figure: str
@@ -305,7 +306,8 @@ def _axis_words(measure: str) -> str:
 def decide(policy: Policy, results: Mapping[str, MeasureResult],
            errors: Mapping[str, str] | None = None,
            unavailable: Mapping[str, str] | None = None,
-           alarms: Mapping[str, Callable[[MeasureResult], str | None]] | None = None
+           alarms: Mapping[str, Callable[[MeasureResult], str | None]] | None = None,
+           refutations: Mapping[str, Callable[[MeasureResult], str | None]] | None = None
            ) -> Decision:
     """Apply the policy to the measures' results.
 
@@ -316,6 +318,8 @@ def decide(policy: Policy, results: Mapping[str, MeasureResult],
         unavailable: measure name -> why it was not run.
         alarms: measure name -> the family's alarm; a family the policy does not check whose
             alarm fires adds a review outcome (severe disclosure is never passed silently).
+        refutations: measure name -> the family's check of a claim the config makes (a
+            claimed epsilon); a claim the data refutes adds a failed outcome, checked or not.
     """
     errors = dict(errors or {})
     unavailable = dict(unavailable or {})
@@ -359,6 +363,15 @@ def decide(policy: Policy, results: Mapping[str, MeasureResult],
             message = inconclusive
         outcomes.append(CheckOutcome(check.id, check.figure, float(value), thr, check_verdict,
                                      message, min=lo, max=hi))
+    for name, refute in (refutations or {}).items():
+        result = results.get(name)
+        refuted = refute(result) if result is not None and result.status is Status.OK \
+            else None
+        if refuted:
+            outcomes.append(CheckOutcome(
+                f"{name}.claim", f"{name}.epsilon_excess",
+                result.figures.get("epsilon_excess") if result is not None else None,
+                "<= 0 (the config's claim)", CheckVerdict.FAIL, refuted, kind="claim"))
     for name, alarm in (alarms or {}).items():
         result = results.get(name)
         if name in policy.measures or result is None or result.status is not Status.OK:

@@ -641,8 +641,9 @@ def _sequence(run: _Run) -> Decision:
         results, errors = run.timed("measures", lambda: steps.measures(gate, inputs))
     release_memory()
     alarms = {name: BY_NAME[name].alarm for name in results if BY_NAME[name].alarm}
-    decision = run.timed("decide", lambda: decide(gate.policy, results, errors, {},
-                                                  alarms))  # type: ignore[arg-type]
+    refutations = {name: BY_NAME[name].refutes for name in results if BY_NAME[name].refutes}
+    decision = run.timed("decide", lambda: decide(
+        gate.policy, results, errors, {}, alarms, refutations))  # type: ignore[arg-type]
     doc = measures_document(gate.config.release_id, run.run_id, results, errors)
     run.measures = doc["measures"]
     run.files["measures.json"] = json_bytes(doc)

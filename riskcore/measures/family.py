@@ -199,6 +199,9 @@ class MeasureFamily:
         check: a load-time cross-check of parameters and roles (raises ConfigError).
         alarm: the result -> a sentence when it shows disclosure severe enough that the gate
             must not pass it silently even without a policy check on the family.
+        refutes: the result -> a sentence when it refutes a claim the config makes about the
+            release (a claimed differential-privacy epsilon): a failed check whatever the
+            policy says, since the claim, not the policy, is what the data contradicts.
         scale: how it runs on a partitioned table too large for one process: ``classes``
             (from the distinct rows' counts, exactly), ``rows`` (on seeded samples of the
             records) or ``whole`` (needs every record in one process: not run there).
@@ -222,6 +225,7 @@ class MeasureFamily:
     needs: tuple[str, ...] = ()
     check: Callable[[Any, Roles], None] | None = None
     alarm: Callable[[MeasureResult], str | None] | None = None
+    refutes: Callable[[MeasureResult], str | None] | None = None
     scale: Literal["classes", "rows", "whole"] = "rows"
     fits_models: bool = False
     axis: Literal["risk", "utility"] = "risk"

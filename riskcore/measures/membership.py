@@ -23,7 +23,13 @@ standardized columns 0.543).
 **Attacks** (a score per target, higher = "member"):
 
 * ``distance``: s(x) = -d(x, R), the distance to the closest released record (Hilprecht et
-  al. 2019; Chen et al. 2020, GAN-Leaks, the full black-box attack);
+  al. 2019; Chen et al. 2020, GAN-Leaks, the full black-box attack), numbers as their
+  quantiles in the release;
+* ``distance_std``: the same on one-hot categories and standardized numbers (each number's
+  z-score in the release; a category mismatch counts as one-hot encoding's L1 distance, 2,
+  against a z difference): the plain nearest-neighbour attack most audits run. Which scaling
+  is stronger depends on the data (on bench/membership.py's leaky release the standardized
+  one finds more members at 1 % false positives): both run, and the worst case is reported;
 * ``calibrated``: s(x) = d(x, P) - d(x, R), the same calibrated by the target's distance to
   the reference sample P (Chen et al. 2020, calibrated attack): a target close to the release
   only because it lies in a dense region is close to the population too;
@@ -38,14 +44,33 @@ standardized columns 0.543).
 * ``*_qi``: the three attacks for a partly informed attacker who knows the
   quasi-identifiers only (when they are fewer than the compared columns).
 
-**Figures** per attack a (``<a>.auc`` ...) and, unprefixed, for the strongest attack (the
-highest AUC): ``auc`` = P(s(member) > s(non-member)) + P(=)/2, with DeLong's interval
-(DeLong et al. 1988, fast midrank form of Sun & Xu 2014; the strongest attack's interval is
-Bonferroni-widened over the attacks run, since it is the maximum of several);
-``tpr_at_fpr_1pct`` and ``tpr_at_fpr_01pct``, the largest true-positive rate at a
+**Figures** per attack a (``<a>.auc`` ...) and, unprefixed, the worst case over the attacks,
+each figure its own maximum (the attack that gave it named in ``details.worst``: a gate may be
+stricter than a simple attack, never laxer): ``auc`` = P(s(member) > s(non-member)) + P(=)/2,
+with DeLong's interval (DeLong et al. 1988, fast midrank form of Sun & Xu 2014; the worst
+attack's interval is Bonferroni-widened over the attacks run, since it is the maximum of
+several); ``tpr_at_fpr_1pct`` and ``tpr_at_fpr_01pct``, the largest true-positive rate at a
 false-positive rate of at most 1 % and 0.1 % over the empirical ROC (Carlini et al. 2022, the
 low false-positive regime where a few members are exposed with confidence); ``advantage`` =
 max over thresholds of TPR - FPR (Yeom et al. 2018). 0.5, 0 and 0 mean no membership signal.
+
+**An empirical lower bound on epsilon** (a privacy audit: Jagielski, Ullman & Oprea 2020;
+Nasr et al. 2023). For any (epsilon, delta)-differentially private mechanism every test of
+membership has TPR <= e^epsilon FPR + delta and 1 - FPR <= e^epsilon (1 - TPR) + delta, so
+epsilon >= max(ln((TPR - delta) / FPR), ln((1 - FPR - delta) / (1 - TPR))). Members and
+non-members are split in two seeded halves; on the first, every attack is tried at the
+thresholds where its non-members' false-positive rate is 0.1 % ... 50 % (and its members'
+false-negative rate the same), and the (attack, threshold) with the largest bound is chosen;
+on the second half alone, TPR is replaced by its one-sided Clopper-Pearson lower bound and FPR
+by its upper bound, each at level 1 - (1 - confidence) / 2, so that the pair holds at
+``confidence`` (95 %): ``epsilon_low``, 0 when no threshold gives a positive bound. Choosing on
+one half and counting on the other keeps the choice from inflating the bound (no correction
+for the many thresholds tried is then needed). ``delta`` defaults to 1e-5, below 1/n for the
+releases a gate sees and the value most DP synthetic-data generators are run with; set it to
+the claim's delta. ``epsilon_point`` is the ratio itself at that threshold (the same form,
+without the intervals). It is a lower bound: it can refute a claim (``claimed_epsilon``: a
+bound above it fails the gate, ``epsilon_excess`` = bound - claim), never certify one; and it
+means something only when the control is a random holdout of the original's population.
 Per record: each attacked original row's score (and each non-member's), by row number and
 attack, goes to ``membership_scores.parquet``: ``per_record.parquet`` is keyed by the
 release's rows, and a synthetic release's rows are not the original's.
@@ -75,8 +100,15 @@ from .family import MeasureFamily, MeasureInputs, Params
 DEFAULT_TARGETS = 2_000
 DEFAULT_REFERENCE = 20_000
 MIN_TARGETS = 20
-Attack = Literal["distance", "calibrated", "density"]
-ATTACKS: tuple[Attack, ...] = ("distance", "calibrated", "density")
+Attack = Literal["distance", "distance_std", "calibrated", "density"]
+ATTACKS: tuple[Attack, ...] = ("distance", "distance_std", "calibrated", "density")
+#: the figures reported as the worst case over the attacks
+WORST = ("auc", "tpr_at_fpr_1pct", "tpr_at_fpr_01pct", "advantage")
+#: the epsilon audit's figures
+EPSILON_FIGURES = ("epsilon_low", "epsilon_point", "epsilon_excess")
+#: the false-positive (and false-negative) rates the audit's thresholds are tried at
+EPSILON_GRID = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5)
+DEFAULT_DELTA = 1e-5
 PER_ATTACK = ("auc", "auc_low", "auc_high", "tpr_at_fpr_1pct", "tpr_at_fpr_01pct",
               "advantage")
 ALARM_AUC = 0.75
@@ -105,7 +137,13 @@ class MembershipParams(Params):
         list(ATTACKS), min_length=1, description="the attacks run")
     partly_informed: bool = Field(True, description="also attack with the quasi-identifiers "
                                                     "only")
-    confidence: float = Field(0.95, gt=0, lt=1, description="level of the AUC's interval")
+    confidence: float = Field(0.95, gt=0, lt=1, description="level of the AUC's interval "
+                              "and of the epsilon bound")
+    delta: float = Field(DEFAULT_DELTA, ge=0, lt=0.5, description="the delta of the "
+                         "(epsilon, delta) the audit bounds (set it to the claim's)")
+    claimed_epsilon: float | None = Field(
+        None, ge=0, description="the epsilon the release is said to be differentially private "
+                                "at: a measured lower bound above it fails the gate")
     column_fields = ("columns",)
 
 
@@ -225,12 +263,88 @@ def _density_scores(release: MixedMatrix, reference: MixedMatrix, targets: Mixed
     return np.asarray(model.decision_function(xt), dtype=np.float64)
 
 
+def epsilon_bound(tp: int, members: int, fp: int, non_members: int, delta: float,
+                  alpha: float) -> tuple[float, float | None, str]:
+    """The lower bound on epsilon from one test's counts: max(ln((TPR_lo - delta) / FPR_hi),
+    ln((1 - FPR_hi - delta) / (1 - TPR_lo)), 0), TPR_lo and FPR_hi one-sided Clopper-Pearson
+    bounds at level 1 - alpha / 2 each; and the point ratio of the form that gave it (None
+    when infinite), and that form ("tpr/fpr" or "tnr/fnr")."""
+    from ..stats import clopper_pearson
+
+    tpr_lo = clopper_pearson(tp, members, alpha / 2, "lower")
+    fpr_hi = clopper_pearson(fp, non_members, alpha / 2, "upper")
+    forms = {"tpr/fpr": (tpr_lo - delta, fpr_hi), "tnr/fnr": (1 - fpr_hi - delta, 1 - tpr_lo)}
+    best, form = 0.0, "tpr/fpr"
+    for name, (num, den) in forms.items():
+        if num > 0 and den > 0 and math.log(num / den) > best:
+            best, form = math.log(num / den), name
+    tpr, fpr = tp / max(members, 1), fp / max(non_members, 1)
+    num, den = (tpr, fpr) if form == "tpr/fpr" else (1 - fpr, 1 - tpr)
+    point = math.log(num / den) if num > 0 and den > 0 else None
+    return best, point, form
+
+
+def _thresholds(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The audit's candidate thresholds: where the non-members' false-positive rate, and the
+    members' false-negative rate, is each rate of :data:`EPSILON_GRID`."""
+    grid = np.asarray(EPSILON_GRID)
+    return np.unique(np.r_[np.quantile(neg, 1 - grid, method="higher"),
+                           np.quantile(pos, grid, method="lower")])
+
+
+def epsilon_audit(scores: dict[str, np.ndarray], m: int, seed: int, delta: float,
+                  confidence: float) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """``epsilon_low`` and ``epsilon_point`` over the attacks' scores (each: m members then m
+    non-members), the threshold chosen on one seeded half and counted on the other (see the
+    module's docstring), and the figures it came from."""
+    alpha = 1 - confidence
+    rng = np.random.default_rng([seed, 0xE95])
+    pos, neg = rng.permutation(m), rng.permutation(m) + m
+    half = m // 2
+    choose, count = (pos[:half], neg[:half]), (pos[half:], neg[half:])
+    best: tuple[float, str, float] | None = None
+    for name, s in scores.items():
+        p, n = s[choose[0]], s[choose[1]]
+        for t in _thresholds(p, n):
+            bound, _, _ = epsilon_bound(int(np.sum(p >= t)), len(p), int(np.sum(n >= t)),
+                                        len(n), delta, alpha)
+            if best is None or bound > best[0]:
+                best = (bound, name, float(t))
+    if best is None:
+        return {"epsilon_low": 0.0, "epsilon_point": None}, {}
+    _, attack, t = best
+    p, n = scores[attack][count[0]], scores[attack][count[1]]
+    tp, fp = int(np.sum(p >= t)), int(np.sum(n >= t))
+    low, point, form = epsilon_bound(tp, len(p), fp, len(n), delta, alpha)
+    return ({"epsilon_low": low, "epsilon_point": point},
+            {"attack": attack, "threshold": t, "form": form, "tp": tp, "members": len(p),
+             "fp": fp, "non_members": len(n), "tpr": tp / max(len(p), 1),
+             "fpr": fp / max(len(n), 1), "delta": delta, "confidence": confidence,
+             "chosen_on": f"{half} members and {half} non-members (seeded), apart from "
+                          "those counted"})
+
+
+def _standardized(mats: list[MixedMatrix]) -> list[MixedMatrix]:
+    """Every number as its z-score in the first matrix (the release), halved: with a category
+    mismatch counting 1, the distance ranks neighbours as the L1 distance over one-hot
+    categories (a mismatch: 2) and standardized numbers does."""
+    first = mats[0].numeric
+    with np.errstate(all="ignore"):
+        mean = np.nanmean(first, axis=0) if first.size else np.zeros(first.shape[1])
+        sd = np.nanstd(first, axis=0) if first.size else np.ones(first.shape[1])
+    sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+    mean = np.where(np.isfinite(mean), mean, 0.0)
+    return [MixedMatrix(numeric=(m.numeric - mean) / (2 * sd), categorical=m.categorical,
+                        columns=m.columns, n=m.n, wild=m.wild) for m in mats]
+
+
 def membership(original: Any, released: Any, control: Any, *, columns: Sequence[str],
                qi_columns: Sequence[str] = (), n_targets: int = DEFAULT_TARGETS,
                reference_size: int = DEFAULT_REFERENCE, released_size: int | None = None,
                attacks: Sequence[str] = ATTACKS,
                confidence: float = 0.95, seed: int = 0,
-               wildcards: dict[str, int] | None = None) -> MeasureResult:
+               wildcards: dict[str, int] | None = None, delta: float = DEFAULT_DELTA,
+               claimed_epsilon: float | None = None) -> MeasureResult:
     """Membership inference against ``released`` (EncodedTables, jointly encoded); see the
     module's docstring for every formula."""
     cols = list(columns)
@@ -270,19 +384,22 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
     scores: dict[str, np.ndarray] = {}
     quantiles: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for suffix, view in views.items():
-        rel, ori_t, ctl_t, ref = _quantiles(prepare(
-            [released, original, control, control], view,
-            [rel_rows, members, non_members, reference], wildcards), quantiles)
-        targets = MixedMatrix(numeric=np.vstack([ori_t.numeric, ctl_t.numeric]),
-                              categorical=np.vstack([ori_t.categorical, ctl_t.categorical]),
-                              columns=ori_t.columns, n=2 * m, wild=ori_t.wild)
+        prepared = prepare([released, original, control, control], view,
+                           [rel_rows, members, non_members, reference], wildcards)
+        rel, ori_t, ctl_t, ref = _quantiles(prepared, quantiles)
+        targets = _stack(ori_t, ctl_t)
         with progress.scope(f"membership: distances{suffix}"):
             d_rel = _closest(targets, rel)
             d_ref = _closest(targets, ref) if "calibrated" in attacks else None
+            if "distance_std" in attacks:
+                rel_z, ori_z, ctl_z, _ = _standardized(prepared)
+                d_std = _closest(_stack(ori_z, ctl_z), rel_z)
         for attack in attacks:
             name = f"{attack}{suffix}"
             if attack == "distance":
                 s = -d_rel
+            elif attack == "distance_std":
+                s = -d_std
             elif attack == "calibrated":
                 assert d_ref is not None
                 s = d_ref - d_rel
@@ -294,15 +411,28 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
             curves[name] = curve
             scores[name] = s
     ran = list(scores)
-    strongest = max(ran, key=lambda a: (float(figures[f"{a}.auc"] or 0.0), -ran.index(a)))
+    # the worst case of each figure over the attacks: each its own maximum
+    worst = {k: max(ran, key=lambda a, k=k: (float(figures[f"{a}.{k}"] or 0.0),  # type: ignore[misc]
+                                             -ran.index(a))) for k in WORST}
+    strongest = worst["auc"]
     s = scores[strongest]
     wide = 1 - (1 - confidence) / max(n_runs, 1)  # Bonferroni over the attacks run
     top, _ = attack_figures(s[:m], s[m:], wide)
     figures.update(top)
+    figures.update({k: figures[f"{worst[k]}.{k}"] for k in WORST})
+    eps, audit = epsilon_audit(scores, m, seed, delta, confidence)
+    figures.update(eps)
+    figures["epsilon_excess"] = (None if claimed_epsilon is None
+                                 else float(eps["epsilon_low"] or 0.0) - claimed_epsilon)
     figures.update({"n_members": int(m), "n_non_members": int(m),
                     "n_reference": int(len(reference)), "n_released_searched": int(len(rel_rows))})
     details: dict[str, Any] = {
-        "strongest": strongest, "attacks": ran, "roc": curves,
+        "strongest": strongest, "worst": worst, "attacks": ran, "roc": curves,
+        "epsilon": {**audit, "claimed": claimed_epsilon,
+                    "meaning": "a lower bound on the epsilon of any (epsilon, delta)-DP "
+                               "mechanism that could have made this release: it can refute "
+                               "a claim, never certify one, and holds only for a control "
+                               "drawn at random from the original's population"},
         "interval": {"method": "DeLong", "confidence": confidence,
                      "strongest_confidence": wide},
         "counts": {"original": int(original.n), "control": int(control.n),
@@ -323,11 +453,18 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
             f"with 20,000 searched against 0.567 searched whole); leave "
             f"measures.membership.released_size "
             f"unset to search the whole release")
+    unavailable = ({} if claimed_epsilon is not None else {
+        "epsilon_excess": "no claimed_epsilon in measures.membership: nothing to refute"})
+    if eps["epsilon_point"] is None:
+        unavailable["epsilon_point"] = ("the chosen threshold has no false positive (or no "
+                                        "false negative) among the counted targets: the "
+                                        "ratio is infinite; epsilon_low bounds it")
     return MeasureResult(
-        measure="membership", figures=figures,
+        measure="membership", figures=figures, unavailable=unavailable,
         parameters={"columns": cols, "qi_columns": qi, "n_targets": n_targets,
                     "reference_size": reference_size, "released_size": released_size,
-                    "attacks": list(attacks),
+                    "attacks": list(attacks), "delta": delta,
+                    "claimed_epsilon": claimed_epsilon,
                     "confidence": confidence, "seed": seed},
         higher_is_riskier=figure_directions(ran), details=details, warnings=tuple(warnings),
         records={RECORDS: {"table": np.r_[np.zeros(m, dtype=np.int8), np.ones(m, dtype=np.int8)],
@@ -336,6 +473,14 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
                                            np.zeros(m, dtype=np.int8)],
                            **{f"score.{a}": scores[a] for a in ran},
                            "score": s}})
+
+
+def _stack(members: MixedMatrix, non_members: MixedMatrix) -> MixedMatrix:
+    """The targets: members' rows, then non-members'."""
+    return MixedMatrix(numeric=np.vstack([members.numeric, non_members.numeric]),
+                       categorical=np.vstack([members.categorical, non_members.categorical]),
+                       columns=members.columns, n=members.n + non_members.n,
+                       wild=members.wild)
 
 
 def _quantiles(mats: list[MixedMatrix], cache: dict[str, tuple[np.ndarray, np.ndarray]]
@@ -386,6 +531,7 @@ def figure_directions(attack_names: Sequence[str]) -> dict[str, bool]:
     """figure -> higher is riskier (every membership figure: higher = more exposed)."""
     out = {k: True for k in PER_ATTACK}
     out.update({f"{a}.{k}": True for a in attack_names for k in PER_ATTACK})
+    out.update({k: True for k in EPSILON_FIGURES})
     out.update({"n_members": False, "n_non_members": False, "n_reference": False,
                 "n_released_searched": False})
     return out
@@ -425,11 +571,28 @@ def _run(inputs: MeasureInputs, params: MembershipParams) -> MeasureResult:
                         reference_size=params.reference_size,
                         released_size=params.released_size, attacks=params.attacks,
                         confidence=params.confidence, seed=inputs.seed,
-                        wildcards=inputs.wildcards(cols))
+                        wildcards=inputs.wildcards(cols), delta=params.delta,
+                        claimed_epsilon=params.claimed_epsilon)
     return inputs.with_alignment(result, cols)
 
 
+def _refutes(result: MeasureResult) -> str | None:
+    """The release's differential-privacy claim refuted: the measured lower bound on epsilon
+    exceeds the claimed epsilon (a failed check whatever the policy says)."""
+    excess = result.figures.get("epsilon_excess")
+    claimed = result.parameters.get("claimed_epsilon")
+    low = result.figures.get("epsilon_low")
+    if isinstance(excess, (int, float)) and excess > 0 and claimed is not None:
+        return (f"the measured lower bound epsilon >= {float(low or 0):.3g} exceeds the "
+                f"claimed epsilon = {float(claimed):g}: the differential-privacy claim is "
+                "false for this release")
+    return None
+
+
 def _alarm(result: MeasureResult) -> str | None:
+    refuted = _refutes(result)
+    if refuted is not None:
+        return refuted
     low = result.figures.get("auc_low")
     if isinstance(low, (int, float)) and low > ALARM_AUC:
         return (f"membership inference: the strongest attack's AUC interval lies above "
@@ -452,6 +615,7 @@ FAMILY = MeasureFamily(
     figures=lambda p, roles: figure_directions(_attack_names(p, roles)),
     needs=("original",),
     alarm=_alarm,
+    refutes=_refutes,
     fits_models=True,
     start_up=_start_up,
     how_to_read=(
@@ -461,7 +625,12 @@ FAMILY = MeasureFamily(
         "by their distance to the population, and by the release's density over the "
         "population's. AUC 0.5 means no signal; 1 means members are told apart perfectly. The "
         "true-positive rate at 1 % and 0.1 % false positives tells how many members are "
-        "exposed with confidence, which matters even when the AUC is close to 0.5."),
+        "exposed with confidence, which matters even when the AUC is close to 0.5. Each "
+        "headline figure is the worst case over the attacks. The epsilon bound is a lower "
+        "bound on the epsilon of any differentially private mechanism that could have made "
+        "this release (95 % confidence, the threshold chosen on other targets than those "
+        "counted): it can refute a claim of differential privacy, never certify one, and "
+        "only when the control is a random holdout of the original's population."),
     advice=(
         "The release sits near its training rows: remove near copies (rows of the original "
         "with small noise), train the generator with fewer epochs or differential privacy, "

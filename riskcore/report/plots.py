@@ -350,9 +350,14 @@ ROC_COLOURS = ("#b42318", "#2563eb", "#1b7f3b", "#b7791f", "#6b21a8", "#0e7490")
 def roc_curves(plot_id: str, title: str,
                series: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
                fpr_min: float = 1e-3, width: int = 360, height: int = 260,
-               caption: str | None = None) -> Markup:
+               caption: str | None = None,
+               epsilon_lines: Sequence[tuple[str, float, float]] = (),
+               point: tuple[float, float] | None = None) -> Markup:
     """True-positive rate against false-positive rate on a log axis (the low-FPR regime that
-    matters for membership, Carlini et al. 2022), one line per attack, chance dashed."""
+    matters for membership, Carlini et al. 2022), one line per attack, chance dashed; each
+    ``epsilon_lines`` entry (label, epsilon, delta) dotted: TPR = e^epsilon FPR + delta, the
+    most an (epsilon, delta)-DP mechanism allows (an attack above it refutes that epsilon);
+    ``point`` (FPR, TPR) marks the test the audit counted."""
     frame = Frame(width, height, left=44, right=10, top=12, bottom=70)
     e0 = math.floor(math.log10(fpr_min))
 
@@ -378,6 +383,20 @@ def roc_curves(plot_id: str, title: str,
                       f"{_f(sy(10.0 ** (e0 + i * (0 - e0) / 40)))}" for i in range(41))
     body.append(f'<polyline points="{chance}" fill="none" stroke="{MUTED}" '
                 f'stroke-dasharray="4 3"><title>chance</title></polyline>')
+    for label, eps, delta in epsilon_lines:
+        steps = [10.0 ** (e0 + i * (0 - e0) / 60) for i in range(61)]
+        line = " ".join(f"{_f(sx(r))},{_f(sy(min(1.0, math.exp(eps) * r + delta)))}"
+                        for r in steps)
+        body.append(f'<polyline points="{line}" fill="none" stroke="{INK}" '
+                    f'stroke-dasharray="1 3" stroke-width="1.5"><title>{escape(label)}'
+                    '</title></polyline>')
+        r_end = min(1.0, max(10.0 ** e0, (1.0 - delta) / math.exp(eps)))
+        body.append(_text(sx(r_end) - 2, sy(min(1.0, math.exp(eps) * r_end + delta)) - 4,
+                          label, anchor="end", size=10, colour=INK))
+    if point is not None:
+        body.append(f'<circle cx="{_f(sx(point[0]))}" cy="{_f(sy(point[1]))}" r="4" '
+                    f'fill="none" stroke="{INK}" stroke-width="2"><title>the test the '
+                    'epsilon bound counted</title></circle>')
     for i, (name, fpr, tpr) in enumerate(series):
         colour = ROC_COLOURS[i % len(ROC_COLOURS)]
         pts = [(f, t) for f, t in zip(fpr, tpr) if f >= 10.0 ** e0 or t == 0]

@@ -277,7 +277,8 @@ def attacks_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 def membership_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Per attack its AUC (interval), TPR at 1 % and 0.1 % FPR and advantage; the ROC curves
     on a log FPR axis; how many members drive the low-FPR figure (a count, never values)."""
-    out: dict[str, Any] = {"plots": [], "table": [], "strongest": None, "exposed": None}
+    out: dict[str, Any] = {"plots": [], "table": [], "strongest": None, "exposed": None,
+                           "epsilon": None}
     m = by_name.get("membership")
     if not m or m.get("status") != "ok":
         return out
@@ -290,14 +291,31 @@ def membership_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
                                  "tpr_at_fpr_01pct", "advantage")}})
     out["strongest"] = details.get("strongest")
     out["exposed"] = (details.get("counts") or {}).get("members_above_1pct_threshold")
+    audit = details.get("epsilon") or {}
+    low = f.get("epsilon_low")
+    lines: list[tuple[str, float, float]] = []
+    if isinstance(low, (int, float)) and low > 0:
+        lines.append((f"e^{low:.2f}", float(low), float(audit.get("delta") or 0.0)))
+    claimed = audit.get("claimed")
+    if isinstance(claimed, (int, float)):
+        lines.append((f"claimed e^{claimed:g}", float(claimed),
+                      float(audit.get("delta") or 0.0)))
+    if isinstance(low, (int, float)):
+        out["epsilon"] = {"low": low, "point": f.get("epsilon_point"), "claimed": claimed,
+                          "excess": f.get("epsilon_excess"), **audit}
+    point = ((float(audit["fpr"]), float(audit["tpr"])) if "fpr" in audit and "tpr" in audit
+             else None)
     series = [(n, c.get("fpr", []), c.get("tpr", [])) for n, c in curves.items()]
     if series:
         out["plots"].append(plots.roc_curves(
             "membership-roc", "Membership inference: ROC per attack", series,
+            epsilon_lines=lines, point=point,
             caption=f"{f.get('n_members')} members (original rows) and as many non-members "
                     "(control rows), scored by each attack; the dashed line is guessing. "
                     "The left part (false positives below 1 %) is where a member is exposed "
-                    "with confidence."))
+                    "with confidence. Dotted: TPR = e^epsilon FPR + delta, the most a "
+                    "differentially private release at that epsilon allows; the circle is the "
+                    "test the epsilon bound was counted on."))
     return out
 
 

@@ -162,6 +162,9 @@ def ops(prefect_server, s3, tmp_path_factory):
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(timeout=30)
+    kept = tmp_path_factory.mktemp("ops-logs")  # the workers' logs outlive the run's folder
+    for log_file in root.glob("worker-*.log"):
+        shutil.copy(log_file, kept / log_file.name)
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -666,7 +669,7 @@ def test_an_unauthenticated_emit_is_refused_with_one_line(tmp_path, monkeypatch)
         config.write_text(yaml.safe_dump({
             "release_id": "auth", "original": "o.csv", "released": "r.csv",
             "output_url": "out", "roles": {"quasi_identifiers": ["a"]},
-            "policy": {"version": 1, "checks": []}}))
+            "policy": {"version": 1, "checks": ["k_anonymity.k >= 1"]}}))
         for command in (["gate", "--config", str(config)], ["limits", "--gate", "3"],
                         ["deploy"]):
             for given, why in (("riskgate:wrong", "the PREFECT_API_AUTH_STRING given is not "

@@ -51,6 +51,9 @@ DEFAULT_THRESHOLD = 0.001
 CODES_AT_MOST = 3.0
 #: single first names count only where this share of a column's distinct values are names
 NAME_COLUMN_SHARE = 0.5
+#: and where at least this many distinct first names are: common words are names too ("OK",
+#: "May", "Will"), and a column of one or two such labels is not a column of people's names
+NAME_COLUMN_MIN = 5
 
 
 # ---------------------------------------------------------------- validators
@@ -243,6 +246,9 @@ class Kind:
     strict: bool = False
     chance: float | None = None
     finder: Callable[[str], Any] | None = None
+    #: an RE2 expression a whole value matches only when the value is one valid identifier
+    #: and nothing else (the common case of a column of them): such values skip Python
+    whole: str | None = None
 
     def candidates(self, value: str) -> Any:
         if self.finder is not None:
@@ -256,7 +262,11 @@ EMAIL = Kind(
     "email", "e-mail addresses",
     r"[A-Za-z0-9._%+-]@[A-Za-z0-9-]+\.[A-Za-z]",
     re.compile(_B + r"[A-Za-z0-9._%+-]{1,64}+@[A-Za-z0-9-]{1,63}+(?:\.[A-Za-z0-9-]{1,63}+)"
-               r"{1,8}+" + _E), email)
+               r"{1,8}+" + _E), email,
+    # the same rules as `email`: no dot at the local part's ends nor two in a row, at most
+    # 64 characters before the @, labels of at most 63, an alphabetic top-level domain
+    whole=r"^(?:[A-Za-z0-9_%+-]+(?:\.[A-Za-z0-9_%+-]+)*)@[A-Za-z0-9-]{1,63}"
+          r"(?:\.[A-Za-z0-9-]{1,63}){0,7}\.[A-Za-z]{1,63}$")
 PHONE = Kind(
     "phone", "phone numbers",
     r"\+[1-9][0-9 ().-]{6,}[0-9]|\([0-9]{2,5}\) ?[0-9]|[0-9]{2,5}[ .-][0-9]{3,4}[ .-][0-9]{3,4}",
@@ -264,22 +274,22 @@ PHONE = Kind(
                r"(?:[ ().-]{0,2}+[0-9]){5,14}+" + _E), phone)
 US_SSN = Kind(
     "us_ssn", "US Social Security numbers",
-    r"[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}",
+    r"(?:^|[^A-Za-z0-9])[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}(?:$|[^A-Za-z0-9])",
     re.compile(_B + r"[0-9]{3}([- ])[0-9]{2}\1[0-9]{4}" + _E), us_ssn, strict=True)
 UK_NINO = Kind(
     "uk_nino", "UK National Insurance numbers",
-    r"[A-Za-z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-Da-d]",
+    r"(?:^|[^A-Za-z0-9])[A-Za-z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-Da-d](?:$|[^A-Za-z0-9])",
     re.compile(_B + r"[A-Za-z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-Da-d]" + _E), uk_nino,
     strict=True)
 #: national identifiers: one entry each (add a country's here)
 NATIONAL_IDS: tuple[Kind, ...] = (US_SSN, UK_NINO)
 CARD = Kind(
     "card", "payment card numbers",
-    r"[0-9]{4}[ -]?[0-9]{4}[ -]?[0-9]{4}[ -]?[0-9]{1,7}",
+    r"(?:^|[^A-Za-z0-9])[0-9]{4}[ -]?[0-9]{4}[ -]?[0-9]{4}[ -]?[0-9]{1,7}",
     re.compile(_B + r"[0-9](?:[ -]?[0-9]){12,18}+" + _E), card, strict=True, chance=0.1)
 IBAN = Kind(
     "iban", "IBANs",
-    r"[A-Za-z]{2}[0-9]{2} ?[A-Za-z0-9]{4}",
+    r"(?:^|[^A-Za-z0-9])[A-Za-z]{2}[0-9]{2} ?[A-Za-z0-9]{4}",
     re.compile(_B + r"[A-Za-z]{2}[0-9]{2}(?: ?[A-Za-z0-9]{1,4}+){3,8}+" + _E), iban,
     strict=True, chance=0.011)
 IP = Kind(
@@ -326,14 +336,22 @@ class Finding:
                 "candidates": self.candidates, "allowed": self.allowed}
 
 
-def _as_text(uniques: pd.Index) -> list[str] | None:
-    """A column's distinct values as text: strings as they are, whole numbers (a card number
-    in an integer column) as their digits; None for a column of other numbers."""
+def _as_text(uniques: pd.Index) -> Any:
+    """A column's distinct values as an Arrow array of text: strings as they are, whole
+    numbers (a card number in an integer column) as their digits; None for a column of other
+    numbers."""
+    import pyarrow as pa
+
     values = np.asarray(uniques, dtype=object)
     if pd.api.types.is_float_dtype(uniques.dtype):
-        return [str(int(v)) for v in values if float(v).is_integer()] if len(values) and all(
-            float(v).is_integer() for v in values) else None
-    return [v if isinstance(v, str) else str(v) for v in values]
+        if not (len(values) and all(float(v).is_integer() for v in values)):
+            return None
+        return pa.array([str(int(v)) for v in values], type=pa.large_string())
+    try:  # text already: Arrow takes the strings without a pass of Python
+        return pa.array(values, type=pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([v if isinstance(v, str) else str(v) for v in values],
+                        type=pa.large_string())
 
 
 def _validated(kind: Kind, value: str) -> tuple[bool, bool]:
@@ -349,7 +367,6 @@ def _validated(kind: Kind, value: str) -> tuple[bool, bool]:
 def scan_column(table: str, column: str, series: pd.Series) -> list[Finding]:
     """Every kind found in one column (see the module doc): counts over cells, each distinct
     value looked at once."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     if pd.api.types.is_bool_dtype(series.dtype):
@@ -357,20 +374,29 @@ def scan_column(table: str, column: str, series: pd.Series) -> list[Finding]:
     codes, uniques = distinct(series)
     if not len(uniques):
         return []
-    texts = _as_text(uniques)
-    if texts is None:
+    arrow = _as_text(uniques)
+    if arrow is None:
         return []
     counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
     present = int(counts.sum())
-    arrow = pa.array(texts, type=pa.large_string())
     found: list[Finding] = []
     for kind in KINDS:
         hit = pc.match_substring_regex(arrow, kind.re2).fill_null(False).to_numpy(
             zero_copy_only=False)
         valid_values: list[int] = []
         candidate_cells = 0
-        for i in np.flatnonzero(hit):
-            candidate, valid = _validated(kind, texts[i])
+        if kind.whole is not None:  # whole valid values: no Python per value
+            sure = hit & pc.match_substring_regex(arrow, kind.whole).fill_null(
+                False).to_numpy(zero_copy_only=False)
+            if kind is EMAIL:  # and at most 64 characters before the @
+                at = pc.find_substring(arrow, "@").to_numpy(zero_copy_only=False)
+                sure &= (at >= 1) & (at <= 64)
+            valid_values = np.flatnonzero(sure).tolist()
+            candidate_cells = int(counts[sure].sum())
+            hit = hit & ~sure
+        where = np.flatnonzero(hit)
+        for i, text in zip(where, _strings(arrow, where)):
+            candidate, valid = _validated(kind, text)
             if candidate:
                 candidate_cells += int(counts[i])
             if valid:
@@ -378,8 +404,11 @@ def scan_column(table: str, column: str, series: pd.Series) -> list[Finding]:
         if kind is NAME:  # a first name alone, where most distinct values are names
             alone = pc.match_substring_regex(arrow, FIRST_NAME_RE2).fill_null(False).to_numpy(
                 zero_copy_only=False)
-            singles = [int(i) for i in np.flatnonzero(alone) if first_name(texts[i])]
-            if singles and len(singles) + len(valid_values) >= NAME_COLUMN_SHARE * len(texts):
+            where = np.flatnonzero(alone)
+            singles = [int(i) for i, text in zip(where, _strings(arrow, where))
+                       if first_name(text)]
+            if len(singles) >= NAME_COLUMN_MIN and \
+                    len(singles) + len(valid_values) >= NAME_COLUMN_SHARE * len(arrow):
                 valid_values = sorted(set(valid_values) | set(singles))
                 candidate_cells += int(counts[singles].sum())
         if not valid_values:
@@ -392,6 +421,15 @@ def scan_column(table: str, column: str, series: pd.Series) -> list[Finding]:
         found.append(Finding(table, column, kind.name, cells, cells / max(present, 1),
                              candidate_cells, rows=rows))
     return found
+
+
+def _strings(arrow: Any, where: np.ndarray) -> list[str]:
+    """The distinct values at ``where`` as Python strings (only candidates are converted)."""
+    import pyarrow as pa
+
+    if not where.size:
+        return []
+    return [str(v) for v in arrow.take(pa.array(where, type=pa.int64())).to_pylist()]
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from ..storage import check_output_location, exists, join_url, presign, write_by
 from ..threads import family_threads, this_thread, thread_budget
 from .cleanliness import CleanlinessReport, declared_types, validate_tables, warm_up
 from .config import Gate, TablesConfig
+from .lineage import load_lineage
 from .policy import Decision, Verdict, decide, fixed_decision
 from .prepare import Prepared, prepare_tables
 from .tables import TableInfo, coerce_types, detect_format, read_table
@@ -632,6 +633,10 @@ def _sequence(run: _Run) -> Decision:
     # only a full collection frees: worth its quarter second when the tables are large
     large = sum(int(df.memory_usage(index=False).sum()) for df in frames.values()
                 if isinstance(df, pd.DataFrame)) >= COLLECT_ABOVE_BYTES
+    if "composition" in gate.measures:  # the earlier releases, read beside this one's frames
+        lineage = run.timed("lineage", lambda: load_lineage(gate, frames, run.options,
+                                                            run.run_id))
+        object.__setattr__(inputs, "lineage", lineage)
     frames.clear()  # the encoded arrays are all the measures need
     release_memory(collect=large)
     # the families that run at once share the process's thread budget

@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..results import MeasureResult
 from ..threads import Beside
 from . import (
+    composition,
     copies,
     drisk,
     k_anonymity,
@@ -49,6 +50,7 @@ FAMILIES: tuple[MeasureFamily, ...] = (
     linkability.FAMILY,
     inference.FAMILY,
     membership.FAMILY,
+    composition.FAMILY,
     alc.FAMILY,
     utility.FAMILY,
 )

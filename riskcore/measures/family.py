@@ -80,6 +80,9 @@ class MeasureInputs:
     #: for a partitioned table, whose ``released`` holds its distinct rows with their
     #: multiplicity: seeded samples of every table's records, for the families that need rows
     sampled: MeasureInputs | None = None
+    #: the earlier releases of the same data, for ``composition``
+    #: (:func:`riskcore.gate.lineage.load_lineage`; a :class:`~.composition.Lineage`)
+    lineage: Any = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -319,6 +319,34 @@ def membership_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def composition_view(by_name: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per earlier release of the ``composition`` family: which run, whether it was used (or
+    why not) and, per sensitive attribute, the share of people disclosed with certainty by
+    the pair, by the earlier release alone and by this one alone."""
+    m = by_name.get("composition")
+    if not m:
+        return []
+    details = m.get("details") or {}
+    per = details.get("per_release") or {}
+    alone = {k.split(".")[0]: v for k, v in (m.get("figures") or {}).items()
+             if k.endswith(".pvp_1_alone")}
+    rows = []
+    for e in details.get("earlier") or []:
+        name = str(e.get("name") or e.get("decision") or "")
+        found = per.get(name) or {}
+        attrs = [{"attribute": a, "pvp_1": v.get("pvp_1"),
+                  "earlier_alone": v.get("pvp_1_earlier_alone"), "this_alone": alone.get(a),
+                  "auc": v.get("differencing_auc")}
+                 for a, v in (found.items() if isinstance(found, Mapping) else [])
+                 if isinstance(v, Mapping)]
+        if "differencing_auc" in found:
+            attrs = [{"attribute": "(membership)", "auc": found.get("differencing_auc")}]
+        rows.append({"release": name, "verdict": e.get("verdict"), "used": e.get("used"),
+                     "reason": e.get("reason"), "signature": e.get("signature"),
+                     "attributes": attrs})
+    return rows
+
+
 def copies_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The DCR histograms (release to original, release to control, on shared bins) and the
     copy counts of the ``copies`` family."""

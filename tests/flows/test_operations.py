@@ -948,8 +948,9 @@ def test_a_deployments_step_cannot_read_the_signing_key(ops):
     loot.mkdir()
     loot.chmod(0o777)
     key = ops["keys"] / "riskgate-signing.key"
-    script = (f"sh -c 'env > {loot}/env.txt; cat {key} > {loot}/key.txt 2> {loot}/key.err; "
-              f"cat $RISKGATE_SIGNING_KEY >> {loot}/key.txt 2>> {loot}/key.err'")
+    script = (f"sh -c 'env > {loot}/env.txt; cat {key} > {loot}/key.txt 2> {loot}/key.err "
+              f"< /dev/null; cat \"${{RISKGATE_SIGNING_KEY:-/no-key-here}}\" >> {loot}/key.txt "
+              f"2>> {loot}/key.err < /dev/null'")
     with get_client(sync_client=True) as client:
         flow = client.read_flow_by_name("riskgate-lost-run")
         dep_id = client.create_deployment(

@@ -21,6 +21,7 @@ from riskcore import Roles, encode_tables
 from riskcore.gate.run import measures_document
 from riskcore.gate.schemas import validate
 from riskcore.measures import FAMILIES, MeasureInputs, run_measure
+from riskcore.measures.composition import Lineage, ReleaseTables
 from riskcore.results import MeasureResult
 
 ROLES = Roles.from_mapping({
@@ -63,10 +64,26 @@ def _tables(seed: int = 4, n: int = 500) -> dict[str, pd.DataFrame]:
     return {"original": original, "released": released, "control": control}
 
 
+def _lineage(frames: dict[str, pd.DataFrame]) -> Lineage:
+    """For composition: an earlier release of the same people with incomes to the
+    thousand (what the gate reads back from an earlier decision); the new release's incomes,
+    noised, find no one, so its classes are on the other quasi-identifiers."""
+    qis, sensitive = tuple(ROLES.quasi_identifiers), tuple(ROLES.sensitive)
+    earlier = frames["original"].copy()
+    earlier["income"] = pd.to_numeric(earlier["income"]).round(-3)
+    return Lineage(frames["original"],
+                   ReleaseTables("this release", frames["released"],
+                                 tuple(c for c in qis if c != "income"), sensitive,
+                                 original=frames["original"]),
+                   (ReleaseTables("earlier", earlier, qis, sensitive,
+                                  {"income": {"round": 1000}}),),
+                   control=frames.get("control"))
+
+
 def _inputs(tables: dict[str, pd.DataFrame], seed: int = 9) -> MeasureInputs:
     enc = encode_tables(tables, ROLES)
     return MeasureInputs(released=enc["released"], original=enc["original"],
-                         control=enc["control"], seed=seed)
+                         control=enc["control"], seed=seed, lineage=_lineage(tables))
 
 
 def _result(fam: Any, tables: dict[str, pd.DataFrame]) -> MeasureResult:
@@ -230,7 +247,9 @@ def _read_as_the_gate_does(folder: Any, tables: dict[str, pd.DataFrame],
         frames[name], info = load_input(cfg, name)
         infos.append(info)
     frames, _ = prepare_tables(cfg, frames, infos)
-    return encode(cfg, frames)
+    inputs = encode(cfg, frames)
+    object.__setattr__(inputs, "lineage", _lineage(frames))
+    return inputs
 
 
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)

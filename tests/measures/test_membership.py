@@ -188,3 +188,123 @@ def test_numbers_enter_as_their_quantile_in_the_release():
             np.testing.assert_allclose(q.numeric[ok, j], want)
             assert np.isnan(q.numeric[~ok, j]).all()
     assert q_rel.numeric[0, 0] == 1 - 0.5 / np.sum(~np.isnan(rel[:, 0]))
+
+
+# ---------------------------------------------------------------- worst case and epsilon
+def test_each_headline_figure_is_the_maximum_over_the_attacks(population):
+    released = _near_copies(population["original"], population["synthetic"], 0.15, seed=3)
+    _, res = _run(population["original"], released, population["control"])
+    f, worst = res.figures, res.details["worst"]
+    assert "distance_std" in res.details["attacks"]
+    for figure in ("auc", "tpr_at_fpr_1pct", "tpr_at_fpr_01pct", "advantage"):
+        values = {a: f[f"{a}.{figure}"] for a in res.details["attacks"]}
+        assert f[figure] == max(values.values()), figure
+        assert values[worst[figure]] == f[figure]
+
+
+def test_a_plain_one_nearest_neighbour_attack_never_beats_the_family(population):
+    """The audit most people run: one-hot categories, standardized numbers, the Euclidean
+    distance to the closest released row. The family's worst case is at least its TPR at
+    1 % false positives, on the very targets the family attacked."""
+    from sklearn.neighbors import NearestNeighbors
+
+    released = _near_copies(population["original"], population["synthetic"], 0.15, seed=3)
+    _, res = _run(population["original"], released, population["control"])
+    scores = res.records["membership_scores"]
+    tables = {0: population["original"], 1: population["control"]}
+    targets = pd.concat([tables[int(t)].iloc[[int(r)]] for t, r in
+                         zip(scores["table"], scores["row"])], ignore_index=True)
+    num, cat = ["age", "hours", "income"], ["sex", "education", "region"]
+    dummies = pd.get_dummies(released[cat]).columns
+
+    def encoded(df: pd.DataFrame) -> np.ndarray:
+        z = (df[num] - released[num].mean()) / released[num].std()
+        return np.hstack([z.to_numpy(float), pd.get_dummies(df[cat]).reindex(
+            columns=dummies, fill_value=0).to_numpy(float)])
+
+    d = NearestNeighbors(n_neighbors=1).fit(encoded(released)).kneighbors(
+        encoded(targets))[0][:, 0]
+    member = scores["member"].astype(bool)
+    plain, _ = attack_figures(-d[member], -d[~member], 0.95)
+    assert res.figures["tpr_at_fpr_1pct"] >= plain["tpr_at_fpr_1pct"] > 0.05
+
+
+def test_the_epsilon_bound_uses_exact_clopper_pearson_intervals():
+    """Against scipy's exact binomial intervals and the bound's formula by hand."""
+    import math
+
+    from scipy.stats import binomtest
+
+    from riskcore.measures.membership import epsilon_bound
+    from riskcore.stats import clopper_pearson
+
+    for k, n in ((0, 50), (3, 50), (25, 50), (50, 50), (997, 1000)):
+        ci = binomtest(k, n).proportion_ci(0.90, "exact")
+        assert clopper_pearson(k, n, 0.05, "lower") == pytest.approx(ci.low, abs=1e-9)
+        assert clopper_pearson(k, n, 0.05, "upper") == pytest.approx(ci.high, abs=1e-9)
+    low, point, form = epsilon_bound(400, 500, 5, 500, 1e-5, 0.05)
+    tpr = binomtest(400, 500).proportion_ci(0.95, "exact").low   # one-sided 97.5 %
+    fpr = binomtest(5, 500).proportion_ci(0.95, "exact").high
+    assert form == "tpr/fpr" and low == pytest.approx(math.log((tpr - 1e-5) / fpr))
+    assert point == pytest.approx(math.log(0.8 / 0.01))
+    # the other form: few false negatives
+    low2, _, form2 = epsilon_bound(499, 500, 250, 500, 0.0, 0.05)
+    fnr = 1 - binomtest(499, 500).proportion_ci(0.95, "exact").low
+    tnr = 1 - binomtest(250, 500).proportion_ci(0.95, "exact").high
+    assert form2 == "tnr/fnr" and low2 == pytest.approx(math.log(tnr / fnr))
+    assert epsilon_bound(10, 500, 10, 500, 1e-5, 0.05)[0] == 0.0  # no signal: no bound
+
+
+def test_the_audit_chooses_on_one_half_and_counts_on_the_other():
+    from riskcore.measures.membership import epsilon_audit, epsilon_bound
+
+    rng = np.random.default_rng(2)
+    m = 400
+    s = np.r_[rng.normal(1.5, 1, m), rng.normal(0, 1, m)]
+    eps, audit = epsilon_audit({"a": s, "b": -s}, m, seed=3, delta=1e-5, confidence=0.95)
+    assert audit["attack"] == "a" and audit["members"] == audit["non_members"] == m // 2
+    pos = np.random.default_rng([3, 0xE95]).permutation(m)  # the audit's own split
+    counted = s[pos[m // 2:]]
+    assert audit["tp"] == int(np.sum(counted >= audit["threshold"]))
+    low, _, _ = epsilon_bound(audit["tp"], m // 2, audit["fp"], m // 2, 1e-5, 0.05)
+    assert eps["epsilon_low"] == pytest.approx(low) and low > 0.5
+
+
+def test_verbatim_copies_give_a_large_bound_and_a_resample_one_near_zero(population):
+    copied = pd.concat([population["original"].iloc[:2000], population["synthetic"].iloc[2000:]],
+                       ignore_index=True)
+    _, leaky = _run(population["original"], copied, population["control"])
+    _, clean = _run(population["original"], population["resample"], population["control"])
+    assert leaky.figures["epsilon_low"] > 1.0, leaky.details["epsilon"]
+    assert clean.figures["epsilon_low"] < 0.3, clean.details["epsilon"]
+    # the bound's own interval check: the resample's chosen test is within chance
+    e = clean.details["epsilon"]
+    if e:
+        assert abs(e["tpr"] - e["fpr"]) < 0.1
+
+
+def test_a_false_claim_of_differential_privacy_fails_the_gate(population, tmp_path):
+    """claimed_epsilon: 0.5 on a release that copies members: the measured bound exceeds
+    it, and the gate REJECTS with the reason, whatever else the policy checks."""
+    from riskcore.gate.config import load_gate
+    from riskcore.gate.run import LocalSteps, run_gate
+
+    copied = pd.concat([population["original"].iloc[:2000], population["synthetic"].iloc[2000:]],
+                       ignore_index=True)
+    for name, df in (("original", population["original"]), ("released", copied),
+                     ("control", population["control"])):
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    cfg = {"release_id": "dp-claim", "original": str(tmp_path / "original.csv"),
+           "released": str(tmp_path / "released.csv"), "control": str(tmp_path / "control.csv"),
+           "output_url": str(tmp_path / "out"),
+           "roles": {"quasi_identifiers": QIS, "sensitive": ["income", "hours"]},
+           "measures": {"membership": {"claimed_epsilon": 0.5, "n_targets": 600}},
+           "policy": {"version": 1, "checks": ["membership.auc <= 1"]}}
+    outcome = run_gate(load_gate(cfg), "run-dp", steps=LocalSteps())
+    assert outcome.verdict == "REJECTED", outcome.reasons
+    line = next(r for r in outcome.reasons if "membership.claim" in r)
+    assert "exceeds the claimed epsilon = 0.5: the differential-privacy claim is false" in line
+    honest = {**cfg, "measures": {"membership": {"claimed_epsilon": 50, "n_targets": 600}}}
+    (tmp_path / "out2").mkdir()
+    honest["output_url"] = str(tmp_path / "out2")
+    assert run_gate(load_gate(honest), "run-dp2", steps=LocalSteps()).verdict == "APPROVED"

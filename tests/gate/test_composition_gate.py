@@ -1,0 +1,118 @@
+"""Composition through the whole gate (in this process): a second release of the same people
+judged with the first, read back from the output store by its release id; its figures are the
+ones the family computes on the two files; a first release whose file changed since its
+decision, or whose decision is unsigned when a public key is required, is insufficient
+evidence naming it, and the gate does not approve."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from riskcore.gate.config import load_gate
+from riskcore.gate.run import LocalSteps, run_gate
+from riskcore.measures.composition import Lineage, ReleaseTables, compose
+
+QIS = ["region", "age", "sex", "education"]
+READ = {"dtype": str, "keep_default_na": False}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    from riskcore.examples import write_example
+
+    folder = tmp_path_factory.mktemp("composition")
+    paths = write_example(folder, n=1500, seed=5)
+    original = pd.read_csv(paths["original"], **READ)
+    published = original.drop(columns=["person_id"])
+    # the first release bands ages by ten years; the second merges regions (the hierarchy)
+    first = published.assign(age=[f"[{a // 10 * 10}, {a // 10 * 10 + 10})"
+                                  for a in original["age"].astype(int)])
+    hierarchy = dict(line.split(";") for line in
+                     paths["region_hierarchy"].read_text().splitlines())
+    second = published.assign(region=published["region"].map(hierarchy))
+    first.to_csv(folder / "first.csv", index=False)
+    second.to_csv(folder / "second.csv", index=False)
+    return {**paths, "first": folder / "first.csv", "second": folder / "second.csv",
+            "out": folder / "out"}
+
+
+def _run(files: dict[str, Path], released: str, generalization: dict[str, Any],
+         measures: dict[str, Any], checks: list[str], run_id: str) -> Any:
+    cfg = {"release_id": "survey", "original": str(files["original"]),
+           "released": str(files[released]), "output_url": str(files["out"]),
+           "roles": {"quasi_identifiers": QIS, "sensitive": ["diagnosis"],
+                     "direct_identifiers": ["person_id"], "types": {"age": "categorical"}},
+           "generalization": generalization, "measures": measures,
+           "policy": {"version": 1, "checks": checks}, "seed": 3}
+    return run_gate(load_gate(cfg), run_id, steps=LocalSteps())
+
+
+def _composition(outcome: Any) -> dict[str, Any]:
+    doc = json.loads((Path(outcome.folder) / "measures.json").read_text())
+    return next(m for m in doc["measures"] if m["measure"] == "composition")
+
+
+FIRST = {"age": "interval"}
+
+
+def test_the_second_release_is_judged_with_the_first(files):
+    first = _run(files, "first", FIRST, {"k_anonymity": {}}, ["k_anonymity.k >= 1"], "q1")
+    assert first.verdict == "APPROVED", first.reasons
+    second_gen = {"region": {"hierarchy": str(files["region_hierarchy"])}}
+    outcome = _run(files, "second", second_gen, {"composition": {"lineage": ["survey"]}},
+                   ["composition.pvp_1 <= 0.01"], "q2")
+    result = _composition(outcome)
+    assert result["status"] == "ok", result.get("reason")
+    assert [e["run_id"] for e in result["details"]["earlier"]] == ["q1"]
+    # the figures are the family's own on the two files
+    original = pd.read_csv(files["original"], **READ).drop(columns=["person_id"])
+    original["age"] = original["age"].astype(int)
+    lineage = Lineage(original,
+                      ReleaseTables("new", pd.read_csv(files["second"], **READ), tuple(QIS),
+                                    ("diagnosis",), second_gen),
+                      (ReleaseTables("q1", pd.read_csv(files["first"], **READ), tuple(QIS),
+                                     ("diagnosis",), FIRST),))
+    want, _, _ = compose(lineage)
+    for name in ("pvp_1", "pvp_1_alone", "composed_k_min", "m_invariance_violations"):
+        assert result["figures"][name] == pytest.approx(want[name]), name
+    assert result["figures"]["pvp_1"] > result["figures"]["pvp_1_alone"] + 0.05
+    assert outcome.verdict == "REJECTED"
+    assert any("composition.pvp_1" in r for r in outcome.reasons), outcome.reasons
+    per_record = pd.read_parquet(Path(outcome.folder) / "composition_sets.parquet")
+    assert set(per_record.columns) == {"row", "composed_set_size"}
+    assert (per_record["composed_set_size"] >= 0).all()
+
+
+def test_a_first_release_changed_since_its_decision_is_named(files, tmp_path):
+    first = _run(files, "first", FIRST, {"k_anonymity": {}}, ["k_anonymity.k >= 1"], "q1b")
+    assert first.verdict == "APPROVED"
+    saved = files["first"].read_bytes()
+    try:
+        files["first"].write_bytes(saved.replace(b"\n", b"\r\n", 1))  # one byte more
+        outcome = _run(files, "second", {"region": {"hierarchy": str(files[
+            "region_hierarchy"])}}, {"composition": {"lineage": ["survey"], "max_releases": 1}},
+            ["composition.pvp_1 <= 0.01"], "q3")
+    finally:
+        files["first"].write_bytes(saved)
+    result = _composition(outcome)
+    assert result["status"] == "insufficient_evidence"
+    assert "changed since that decision" in result["reason"]
+    assert outcome.verdict != "APPROVED"
+
+
+def test_an_unsigned_first_release_is_refused_when_a_key_is_required(files, tmp_path):
+    from riskcore.signing import keygen
+
+    _, pub = keygen(tmp_path / "keys")
+    outcome = _run(files, "second", {"region": {"hierarchy": str(files["region_hierarchy"])}},
+                   {"composition": {"lineage": ["survey"], "public_key": str(pub)}},
+                   ["composition.pvp_1 <= 0.01"], "q4")
+    result = _composition(outcome)
+    assert result["status"] == "insufficient_evidence"
+    assert "unsigned" in result["reason"]
+    assert outcome.verdict != "APPROVED"

@@ -16,7 +16,7 @@ env: $(VENV)/.synced
 
 # ruff and mypy first (they take seconds), then the suite
 test: lint
-	$(PY) -m pytest -q --durations=15 tests
+	$(PY) -m pytest -q --durations=15 -n 2 --dist loadfile tests
 
 lint: env
 	$(VENV)/bin/ruff check riskcore tasks flows tests bench hatch_build.py

@@ -31,16 +31,20 @@ def _free_port() -> int:
 # from the environment once, and threads do not inherit a temporary settings context. The
 # server itself starts on first use (the prefect_server fixture).
 # (this module is also imported as ``tests.conftest``: the second import keeps the first's API)
-_MADE_HOME = "RISKGATE_TEST_PREFECT_PORT" not in os.environ
+# With pytest-xdist (``make test`` runs the suite on several processes) each worker has a
+# server, a home and a database of its own: the variables carry the worker's name.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_PORT_VARIABLE = "RISKGATE_TEST_PREFECT_PORT" + (f"_{WORKER}" if WORKER else "")
+_HOME_VARIABLE = "RISKGATE_TEST_PREFECT_HOME" + (f"_{WORKER}" if WORKER else "")
+_MADE_HOME = _PORT_VARIABLE not in os.environ
 if _MADE_HOME:
-    os.environ["RISKGATE_TEST_PREFECT_PORT"] = str(_free_port())
+    os.environ[_PORT_VARIABLE] = str(_free_port())
     # its SQLite database in memory-backed storage where there is one: a checkpoint's fsync on
     # a busy virtual disk holds the database's write lock, and every request waits for it
     _shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    os.environ["RISKGATE_TEST_PREFECT_HOME"] = tempfile.mkdtemp(prefix="riskgate-prefect-home-",
-                                                                 dir=_shm)
-PREFECT_PORT = int(os.environ["RISKGATE_TEST_PREFECT_PORT"])
-PREFECT_HOME_DIR = os.environ["RISKGATE_TEST_PREFECT_HOME"]
+    os.environ[_HOME_VARIABLE] = tempfile.mkdtemp(prefix="riskgate-prefect-home-", dir=_shm)
+PREFECT_PORT = int(os.environ[_PORT_VARIABLE])
+PREFECT_HOME_DIR = os.environ[_HOME_VARIABLE]
 os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{PREFECT_PORT}/api"
 os.environ["PREFECT_HOME"] = PREFECT_HOME_DIR
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
@@ -124,7 +128,7 @@ def _database() -> Iterator[str | None]:
 
     given = os.environ.get(postgres.URL_VARIABLE)
     if given:
-        yield given
+        yield postgres.database_of(given, WORKER) if WORKER else given
         return
     if not postgres.available():
         yield None

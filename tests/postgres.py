@@ -89,6 +89,28 @@ def start(folder: str | os.PathLike[str]) -> str:
     return f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
 
 
+def database_of(url: str, worker: str) -> str:
+    """A database of its own for one pytest-xdist worker on the cluster ``url`` names
+    (created empty, an earlier one of the same name dropped): the URL of it."""
+    import asyncio
+
+    import asyncpg  # Prefect's PostgreSQL driver: the project's environment has it
+
+    name = "prefect_" + "".join(c for c in worker if c.isalnum())
+    plain = url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+    async def create() -> None:
+        conn = await asyncpg.connect(plain)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+    return url.rsplit("/", 1)[0] + "/" + name
+
+
 def stop(folder: str | os.PathLike[str]) -> None:
     """pg_ctl stop (fast); the folder stays for the caller to remove."""
     data = Path(folder) / "data"

@@ -91,9 +91,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     e.add_argument("--released", "--url", dest="released", required=True,
                    help="URL of the released table")
     for key in ("control", "identification"):
-        e.add_argument(f"--{key}", default=None, help=f"URL of the {key} table (the "
-                       "identification table only where the pinned config's trigger.allow "
-                       "lists it)")
+        e.add_argument(f"--{key}", default=None, help=f"URL of the {key} table (refused "
+                       "unless the pinned config's trigger.allow lists it)")
     e.add_argument("--no-checksums", action="store_true", dest="no_checksums",
                    help="do not send the files' SHA-256 (the gate then cannot verify them)")
     e.add_argument("--wait", action="store_true", help="wait for the verdict event")
@@ -569,10 +568,11 @@ def wait_for_verdict(api: str, release_id: str, event_id: str, since: str, timeo
             paused = None
         if state.get("type") in ("CRASHED", "CANCELLED", "FAILED", "COMPLETED"):
             # a run that ends without its verdict event: an ERROR. A crashed or cancelled run
-            # gets a few seconds for the worker's hook to tell its ERROR verdict (with the
-            # reason), a finished run a moment more for its own event
+            # gets half a minute for the worker's hook to tell its ERROR verdict with the
+            # reason (the hook loads the flow first: seconds on a busy worker), a finished run
+            # as long for its own event (the server stores events every few seconds)
             ended_at = ended_at or time.monotonic()
-            grace = 10 if state["type"] in ("CRASHED", "CANCELLED") else 20
+            grace = 30
             if time.monotonic() - ended_at > grace:
                 return {"verdict": "ERROR", "reasons": [
                     f"the gate run {run.get('name')} ({run.get('id')}) ended "

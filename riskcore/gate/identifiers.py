@@ -355,7 +355,10 @@ def _as_text(uniques: pd.Index) -> Any:
 
 
 def _validated(kind: Kind, value: str) -> tuple[bool, bool]:
-    """(a candidate is in the value, a validated one is)."""
+    """(a candidate is in the value, a validated one is). A value that is an IP address and
+    nothing else is no phone number (a dotted quad's groups look like one)."""
+    if kind is PHONE and "." in value and ip_address(value.strip()):
+        return False, False
     candidate = False
     for found in kind.candidates(value):
         candidate = True

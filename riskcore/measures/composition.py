@@ -468,7 +468,7 @@ def _run(inputs: MeasureInputs, params: CompositionParams) -> MeasureResult:
 def _alarm(result: MeasureResult) -> str | None:
     pvp = result.figures.get("pvp_1")
     alone = result.figures.get("pvp_1_alone")
-    if isinstance(pvp, (int, float)) and pvp > 0 and pvp > float(alone or 0):
+    if isinstance(pvp, (int, float)) and pvp > 0:
         return (f"composition: with the earlier releases, {pvp:.2%} of the people found in "
                 "both have their sensitive value disclosed with certainty (the new release "
                 f"alone: {float(alone or 0):.2%})")

@@ -319,13 +319,15 @@ def membership_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def composition_view(by_name: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+def composition_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Per earlier release of the ``composition`` family: which run, whether it was used (or
     why not) and, per sensitive attribute, the share of people disclosed with certainty by
-    the pair, by the earlier release alone and by this one alone."""
+    the pair, by the earlier release alone and by this one alone; a bar of what each earlier
+    release adds (the worst attribute's share: alone, with each, with all)."""
+    out: dict[str, Any] = {"rows": [], "plots": []}
     m = by_name.get("composition")
     if not m:
-        return []
+        return out
     details = m.get("details") or {}
     per = details.get("per_release") or {}
     alone = {k.split(".")[0]: v for k, v in (m.get("figures") or {}).items()
@@ -344,7 +346,26 @@ def composition_view(by_name: Mapping[str, Mapping[str, Any]]) -> list[dict[str,
         rows.append({"release": name, "verdict": e.get("verdict"), "used": e.get("used"),
                      "reason": e.get("reason"), "signature": e.get("signature"),
                      "attributes": attrs})
-    return rows
+    out["rows"] = rows
+    f = m.get("figures") or {}
+    if m.get("status") == "ok" and isinstance(f.get("pvp_1"), (int, float)):
+        labels, values = ["this release alone"], [float(f.get("pvp_1_alone") or 0.0)]
+        for r in rows:
+            pair = [float(a["pvp_1"]) for a in r["attributes"]
+                    if isinstance(a.get("pvp_1"), (int, float))]
+            if pair:
+                labels.append(f"with {r['release']}")
+                values.append(max(pair))
+        if len(labels) > 2:
+            labels.append("with all of them")
+            values.append(float(f["pvp_1"]))
+        out["plots"].append(plots.hbar_chart(
+            "composition-adds", "Disclosed with certainty, with the earlier releases",
+            labels, values, xlabel="share of the people found in the releases",
+            caption="The share of people whose sensitive value (the worst attribute) an "
+                    "adversary knowing their quasi-identifiers learns for certain: from this "
+                    "release alone, with each earlier release, and with all of them."))
+    return out
 
 
 def copies_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

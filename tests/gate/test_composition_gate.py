@@ -83,6 +83,9 @@ def test_the_second_release_is_judged_with_the_first(files):
     assert result["figures"]["pvp_1"] > result["figures"]["pvp_1_alone"] + 0.05
     assert outcome.verdict == "REJECTED"
     assert any("composition.pvp_1" in r for r in outcome.reasons), outcome.reasons
+    report = (Path(outcome.folder) / "report.html").read_text()
+    assert 'id="composition-releases"' in report and 'data-plot="composition-adds"' in report
+    assert "survey/q1" in report
     per_record = pd.read_parquet(Path(outcome.folder) / "composition_sets.parquet")
     assert set(per_record.columns) == {"row", "composed_set_size"}
     assert (per_record["composed_set_size"] >= 0).all()

@@ -214,3 +214,10 @@ def test_the_name_list_says_where_it_comes_from():
     first, last = name_lists()
     assert {"MARY", "JAMES"} <= first and {"SMITH", "JOHNSON"} <= last
     assert len(first) > 1000 and len(last) > 5000
+
+
+def test_a_column_of_ip_addresses_is_ip_addresses_not_phone_numbers():
+    rng = np.random.default_rng(3)
+    values = [".".join(str(int(x)) for x in rng.integers(1, 256, 4)) for _ in range(2000)]
+    found = scan_column("released", "host", pd.Series(values, dtype=object))
+    assert [(f.kind, f.cells) for f in found] == [("ip", 2000)]

@@ -1,0 +1,201 @@
+"""Faults on a real server: killed gates, lost workers, the pool's limit, redeploys and the
+history that survives them (tests/flows/operations_support.py sets the server up)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+
+from tests.flows.operations_support import (
+    LOST_AFTER_TEST_S,
+    PINNED,
+    RISKGATE,
+    _decision,
+    _emit,
+    _emit_all,
+    _flow_run,
+    _paused_and_waiting,
+    _processes_of_run,
+    _run,
+    _verdict_events,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):
+    """SIGKILL the gate's process mid-run (here while its review waits; the worker lives):
+    the worker runs the flow's crash hook, and the run ends in an ERROR verdict, event, tag,
+    state ("Error", Crashed) and decision.json; emit-anonymized --wait exits 3 within
+    seconds, not after its timeout."""
+    import os
+    import signal
+
+    waiting, paused = _paused_and_waiting(ops, "ops-killed")
+    pids = _processes_of_run(paused.id)
+    assert pids, "the paused run's process was not found"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    out, _ = waiting.communicate(timeout=120)
+    assert waiting.returncode == 3, out
+    assert time.monotonic() - t0 < 60
+    assert "verdict: ERROR" in out and "process ended without a verdict" in out, out
+    events = _verdict_events("ops-killed")
+    assert [e.event for e in events] == ["riskgate.release.error"], events
+    run = _flow_run(str(paused.id))
+    assert (run.state.type.value, run.state.name) == ("CRASHED", "Error")
+    assert "verdict:ERROR" in run.tags and run.name == "ops-killed-ERROR"
+    decision = _decision(ops, "ops-killed")
+    assert decision["verdict"] == "ERROR" and "without a verdict" in decision["reasons"][0]
+    assert decision["trigger"]["event_id"]  # riskgate history names the event that started it
+
+
+def test_the_pool_starts_no_more_gates_than_its_limit(ops):
+    """The limit is at the door. With the gate limit at 2, four triggers
+    start two gate processes; the other two wait Scheduled (no process) and run after."""
+    from datetime import UTC, datetime
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterId,
+        FlowRunFilter,
+        FlowRunFilterExpectedStartTime,
+    )
+
+    assert _run(RISKGATE + ["limits", "--gate", "2"], ops["env"]).returncode == 0
+    try:
+        releases = [f"ops-door-{i}" for i in range(4)]
+        since = datetime.now(UTC)
+        for release in releases:
+            assert _emit(ops, release, wait=False).returncode == 0
+        most_started, waited_scheduled, finished = 0, False, []
+        deadline = time.monotonic() + 300
+        with get_client(sync_client=True) as client:
+            dep = client.read_deployment_by_name("release-gate/on-anonymization")
+            while time.monotonic() < deadline and len(finished) < len(releases):
+                # a triggered run is named after its release only once it runs: all of the
+                # deployment's runs since the emits are these four
+                runs = client.read_flow_runs(
+                    flow_run_filter=FlowRunFilter(expected_start_time=FlowRunFilterExpectedStartTime(
+                        after_=since)),
+                    deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep.id])))
+                started = [r for r in runs if r.state and r.state.type.value in ("PENDING",
+                                                                                 "RUNNING")]
+                processes = sum(bool(_processes_of_run(r.id)) for r in runs
+                                if r.state and not r.state.is_final())
+                most_started = max(most_started, len(started), processes)
+                waited_scheduled |= bool(started) and len(runs) == 4 and any(
+                    r.state and r.state.type.value == "SCHEDULED" for r in runs)
+                finished = [r for r in runs if r.state and r.state.is_final()]
+                time.sleep(0.5)
+        assert len(finished) == 4, [(r.name, r.state) for r in finished]
+        assert sorted(r.name for r in finished) == [f"{r}-APPROVED" for r in releases]
+        assert most_started <= 2 and waited_scheduled, (most_started, waited_scheduled)
+    finally:
+        assert _run(RISKGATE + ["limits", "--gate", "5"], ops["env"]).returncode == 0
+
+
+def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
+    """A redeploy without --nightly-config kept nothing: the schedule went inactive. Now it
+    stays as configured, and --no-nightly turns it off."""
+    from prefect.client.orchestration import get_client
+
+    def active() -> bool:
+        with get_client(sync_client=True) as client:
+            dep = client.read_deployment_by_name("release-gate/nightly-recheck")
+            return all(s.active for s in client.read_deployment_schedules(dep.id))
+
+    first = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--nightly-config", PINNED],
+                 ops["env"])
+    assert first.returncode == 0 and active(), first.stdout + first.stderr
+    plain = _run(RISKGATE + ["deploy"], ops["env"])  # keeps the pinned config too
+    assert plain.returncode == 0 and "nightly re-check: kept active" in plain.stdout
+    assert f"triggered gate: keeps its pinned config {PINNED}" in plain.stdout
+    assert active()
+    off = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--no-nightly"], ops["env"])
+    assert off.returncode == 0 and "deactivated" in off.stdout and not active()
+    # each deploy replaced the lost-run automation: one left, not one per deploy (each fired),
+    # and without --lost-after each kept the module's silence (the lost-run test relies on it)
+    from riskgate.flows.deployments import LOST_GATE_AUTOMATION
+
+    with get_client(sync_client=True) as client:
+        automations = client.read_automations_by_name(LOST_GATE_AUTOMATION)
+    assert len(automations) == 1
+    assert automations[0].trigger.within.total_seconds() == LOST_AFTER_TEST_S
+    assert f"after {LOST_AFTER_TEST_S} s without a heartbeat" in plain.stdout
+    short = _run(RISKGATE + ["deploy", "--lost-after", "45"], ops["env"])
+    assert short.returncode != 0 and "--lost-after: 45 s is too short" in short.stderr, \
+        short.stdout + short.stderr
+    assert "Traceback" not in short.stderr
+
+
+def test_history_lists_a_releases_runs_newest_first(ops):
+    """The release's runs from the output store, with a report link."""
+    first, second = _emit_all(ops, ("ops-history",), ("ops-history",))
+    assert first.returncode == second.returncode == 0, first.stdout + second.stdout
+    done = _run(RISKGATE + ["history", "ops-history", "--config", PINNED, "--json"],
+                ops["env"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = json.loads(done.stdout)
+    assert len(runs) == 2 and [r["verdict"] for r in runs] == ["APPROVED", "APPROVED"]
+    assert runs[0]["finished_at"] >= runs[1]["finished_at"]
+    assert all(r["started_by"].startswith("event ") for r in runs)
+    assert httpx.get(runs[0]["report"], timeout=10).status_code == 200  # one click away
+    table = _run(RISKGATE + ["history", "ops-history", "--config", PINNED], ops["env"])
+    assert table.returncode == 0 and runs[0]["run_id"] in table.stdout
+
+
+def test_a_run_lost_with_its_worker_ends_error(ops):
+    """What nothing on the worker's side survives: SIGKILL the worker and the
+    gate's process together (a lost host or container). Killing the worker alone ends the gate
+    at its next line of output, through the crash hook (its output pipe breaks); with both gone, no
+    hook runs, and the server's automation (riskgate deploy) ends the run Crashed "Error" once
+    its heartbeats stop for 60 s (the module deploys with --lost-after 60; 90 s by default);
+    emit-anonymized --wait exits 3; that state triggers the
+    lost-run-verdict deployment on the next living worker, which writes the ERROR decision,
+    event and tag. A run lost while its worker was starting it (Pending: it never beat, seen
+    in the ops walk-through) is declared lost too. Last in the module: it starts the module's
+    worker again."""
+    import os
+    import signal
+
+    from prefect.client.orchestration import get_client
+    from prefect.states import Pending
+
+    from riskgate.flows.deployments import LOST_MESSAGE
+
+    with get_client(sync_client=True) as client:  # submitted by a worker that then died
+        dep = client.read_deployment_by_name("release-gate/on-anonymization")
+        starting = client.create_flow_run_from_deployment(dep.id, state=Pending())
+    waiting, paused = _paused_and_waiting(ops, "ops-lost")
+    pids = _processes_of_run(paused.id)
+    assert pids, "the paused run's process was not found"
+    for worker in ops["workers"]:
+        worker.kill()
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    try:
+        out, _ = waiting.communicate(timeout=LOST_AFTER_TEST_S + 90)
+    finally:
+        ops["start_worker"]()
+    assert waiting.returncode == 3, out
+    assert "verdict: ERROR" in out and "stopped sending heartbeats" in out, out
+    # the rest of the verdict: the lost-run-verdict deployment, triggered by that state, runs
+    # on the worker started again and writes the decision, the event and the tag
+    deadline = time.monotonic() + 120
+    while not _verdict_events("ops-lost") and time.monotonic() < deadline:
+        time.sleep(1)
+    assert [e.event for e in _verdict_events("ops-lost")] == ["riskgate.release.error"]
+    decision = _decision(ops, "ops-lost")
+    assert decision["verdict"] == "ERROR" and "lost with its worker" in decision["reasons"][0]
+    run = _flow_run(str(paused.id))
+    assert (run.state.type.value, run.state.name) == ("CRASHED", "Error")
+    assert "verdict:ERROR" in run.tags and "verdict:NEEDS_REVIEW" not in run.tags
+    never_started = _flow_run(str(starting.id), timeout_s=60)
+    assert (never_started.state.type.value, never_started.state.name) == ("CRASHED", "Error")
+    assert LOST_MESSAGE in str(never_started.state.message)  # (and the recorder's words)

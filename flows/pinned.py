@@ -116,6 +116,32 @@ def read_manifest(manifest: Mapping[str, Any], pinned: Gate,
         raise ConfigError(f"release manifest '{blob.url}' changed since it was found (sha256 "
                           f"{found[:16]}..., found as {expected[:16]}...): a new manifest is "
                           "gated on its own")
-    payload = parse_manifest(blob.data, url, rules, pinned.source)
     context = {"trigger": {"manifest": blob.url, "manifest_sha256": found}}
+    try:
+        payload = parse_manifest(blob.data, url, rules, pinned.source)
+    except ConfigError as exc:  # refused: its ERROR is filed under the release it names,
+        raise ManifestRefused(str(exc), _named_release(blob.data), context) from None
     return payload, context
+
+
+class ManifestRefused(ConfigError):
+    """A release manifest that breaks the trigger contract: the release id it names (checked
+    by the caller before use) and what the decision records of the manifest, so that its
+    ERROR is found where the pipeline looks (``riskgate history <its release id>``)."""
+
+    def __init__(self, message: str, release_id: str, context: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.release_id = release_id
+        self.context = context
+
+
+def _named_release(raw: bytes) -> str:
+    """The ``release_id`` a manifest's JSON names, or '' (never raises)."""
+    import json
+
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return ""
+    value = doc.get("release_id") if isinstance(doc, dict) else None
+    return value if isinstance(value, str) else ''

@@ -87,7 +87,13 @@ from .names import (
     LOST_MESSAGE,
     VERDICT_STATE_NAMES,
 )
-from .pinned import check_deployed, nightly_config_url, pinned_config_url, read_manifest
+from .pinned import (
+    ManifestRefused,
+    check_deployed,
+    nightly_config_url,
+    pinned_config_url,
+    read_manifest,
+)
 
 #: seconds a triggered run waits for its event to be readable from the API's event store
 EVENT_READ_TIMEOUT_S = 60.0
@@ -771,7 +777,10 @@ def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, req
         options = resolve_storage_options(gate.config, base_options)
         signer = _signer()
     except RiskgateError as exc:
-        outcome = _fail_before_gate(exc, run_id, request, context, base_options, log)
+        if isinstance(exc, ManifestRefused):
+            context = exc.context
+        outcome = _fail_before_gate(exc, run_id, request, context, base_options, log,
+                                    release_id=getattr(exc, "release_id", ""))
         emit_verdict(outcome.to_dict(), related=_related(trigger))
         _label_run(outcome.release_id, outcome.verdict)
         return final_state(outcome)

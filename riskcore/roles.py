@@ -88,6 +88,18 @@ class Roles:
         cols += [c for c in (self.weight, self.household) if c]
         return tuple(cols)
 
+    def required_in(self, table: str) -> tuple[str, ...]:
+        """The columns a table must hold: an identification table the quasi-identifiers
+        (what an adversary can look people up by); a control, a held-out sample compared with
+        the original on what people are, the measured columns but the release's weight and
+        household; the original and the release every measured column."""
+        if table == "identification":
+            return tuple(self.quasi_identifiers)
+        if table == "control":
+            return tuple(c for c in self.measured_columns
+                         if c not in (self.weight, self.household))
+        return self.measured_columns
+
     @property
     def all_columns(self) -> tuple[str, ...]:
         """Every column that has a role, direct identifiers included."""

@@ -624,8 +624,11 @@ def decided(event: dict[str, Any], payload: dict[str, Any], options: dict[str, A
     if doc and announced and released not in (None, announced):
         problems.append("the decision judged another file than the one announced")
     console.print(f"decision: {status}", markup=False)
-    if problems and public_key_url:
-        return {**event, "verdict": "ERROR", "reasons": problems}
+    if problems and public_key_url:  # what an unverified decision says can only be
+        # shown, never trusted: an ERROR written before the gate could sign says why
+        said = [f"the decision ({doc.get('verdict')}, not verified) says: {r}"
+                for r in doc.get("reasons") or []] if doc else []
+        return {**event, "verdict": "ERROR", "reasons": problems + said}
     for problem in problems:
         console.print(redact_text(f"warning: {problem}"), markup=False, soft_wrap=True)
     return {**event, "verdict": doc.get("verdict", event.get("verdict")),

@@ -281,11 +281,9 @@ class Spec:
 def _expectations_for(values: DistinctValues, columns: Sequence[str], roles: Roles,
                       types: Mapping[str, ColumnType], table: str) -> list[Spec]:
     exps = []
-    needed = list(roles.measured_columns)
+    needed = list(roles.required_in(table))
     if table == "original":
         needed += [c for c in roles.direct_identifiers if c in columns]
-    if table == "identification":
-        needed = [c for c in needed if c in roles.quasi_identifiers]
     for col in needed:
         exps.append(Spec("column exists", col, "ExpectColumnToExist"))
         if col not in columns:

@@ -85,10 +85,13 @@ def _release(name: str, url: str, doc: Mapping[str, Any], options: Mapping[str, 
 
 
 def earlier_decisions(params: CompositionParams, gate: Gate, options: Mapping[str, Any],
-                      run_id: str) -> list[tuple[str, str, bytes | None, str | None]]:
+                      run_id: str, notes: list[str] | None = None
+                      ) -> list[tuple[str, str, bytes | None, str | None]]:
     """(name, decision URL, its bytes or None, why not) of every earlier release: the
     explicit URLs first, then the newest APPROVED runs of the lineage release ids (this run
-    excluded), at most ``max_releases`` in all."""
+    excluded), at most ``max_releases`` in all. A lineage id with no run at all in the output
+    store is an entry that cannot be used (a misspelt id must not pass for a first release); one
+    whose runs were none APPROVED published nothing, said in ``notes``."""
     out: list[tuple[str, str, bytes | None, str | None]] = []
     for url in params.earlier:
         try:
@@ -98,8 +101,19 @@ def earlier_decisions(params: CompositionParams, gate: Gate, options: Mapping[st
             out.append((url, url, None, f"its decision cannot be read: "
                         f"{redact_text(str(exc))[:200]}"))
     for release_id in params.lineage:
-        for run in runs_of(release_id, gate.config.output_url, options):
-            if run["run_id"] == run_id or run["verdict"] != "APPROVED":
+        runs = [r for r in runs_of(release_id, gate.config.output_url, options)
+                if r["run_id"] != run_id]
+        if not runs and release_id != gate.config.release_id:
+            out.append((release_id, join_url(gate.config.output_url, release_id), None,
+                        f"no run of release '{release_id}' in the output store "
+                        f"{redact_text(gate.config.output_url)}: check the id under "
+                        "composition.lineage"))
+        elif not any(r["verdict"] == "APPROVED" for r in runs) and notes is not None:
+            verdicts = sorted({str(r["verdict"]) for r in runs})
+            notes.append(f"release '{release_id}': {len(runs)} run(s), none APPROVED "
+                         f"({', '.join(verdicts) or 'none'}): nothing of it was published")
+        for run in runs:
+            if run["verdict"] != "APPROVED":
                 continue  # only what went out composes with what goes out now
             url = join_url(gate.config.output_url, release_id, run["run_id"], "decision.json")
             try:
@@ -141,7 +155,8 @@ def load_lineage(gate: Gate, frames: Mapping[str, pd.DataFrame], options: Mappin
         generalization=dict(gate.config.generalization), tokens=tuple(gate.config.suppressed),
         original=frames["original"])
     earlier: list[ReleaseTables] = []
-    for name, url, raw, why in earlier_decisions(params, gate, options, run_id):
+    notes: list[str] = []
+    for name, url, raw, why in earlier_decisions(params, gate, options, run_id, notes):
         meta = {"decision": url}
         if why is None and key_reason is not None:
             why = key_reason
@@ -170,7 +185,7 @@ def load_lineage(gate: Gate, frames: Mapping[str, pd.DataFrame], options: Mappin
                                         "meta": {**release.meta, **meta}}))
     return Lineage(original=frames["original"], new=new, earlier=tuple(earlier),
                    control=frames.get("control"), storage_options=dict(options), kind=kind,
-                   kind_evidence=tuple(evidence))
+                   kind_evidence=tuple(evidence), notes=tuple(notes))
 
 
 def release_kind(frames: Mapping[str, pd.DataFrame], columns: Sequence[str]

@@ -177,8 +177,7 @@ def encode_frames(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
         if col not in explicit and typ is not ColumnType.CONTINUOUS:
             explicit[col] = typ
     roles = replace(roles, types=explicit)
-    required = {name: [c for c in roles.measured_columns if name != "identification"
-                       or c in roles.quasi_identifiers] for name in typed}
+    required = {name: list(roles.required_in(name)) for name in typed}
     return encode_tables(typed, roles, required=required)
 
 

@@ -126,6 +126,8 @@ class Lineage:
     #: as ``riskgate init`` tells them apart, and the evidence in plain lines
     kind: str = "kept"
     kind_evidence: tuple[str, ...] = ()
+    #: what the look-up found besides the releases used (a lineage id with no APPROVED run)
+    notes: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------- candidate sets
@@ -407,18 +409,17 @@ def _run(inputs: MeasureInputs, params: CompositionParams) -> MeasureResult:
                  "reason": e.reason} for e in lineage.earlier]
     broken = [e for e in lineage.earlier if e.reason is not None]
     details: dict[str, Any] = {"earlier": compared, "kind": _kind(lineage, params),
-                               "kind_evidence": list(lineage.kind_evidence)}
+                               "kind_evidence": list(lineage.kind_evidence),
+                               "notes": list(lineage.notes)}
     if broken:
         return MeasureResult(
             measure="composition", figures={}, status=Status.INSUFFICIENT_EVIDENCE,
             reason="; ".join(f"earlier release {e.name}: {e.reason}" for e in broken),
             details=details)
-    if not lineage.earlier:
-        return MeasureResult(
-            measure="composition", figures={}, status=Status.INSUFFICIENT_EVIDENCE,
-            reason="no earlier release to compose with: list decisions under "
-                   "composition.earlier or release ids under composition.lineage",
-            details=details)
+    if not lineage.earlier:  # nothing went out before: the first release of its lineage,
+        # measured alone (pvp_1 = 0: nobody is in two releases; the *_alone figures are its own)
+        details["notes"].append("no earlier release was published (none configured, or no "
+                                "APPROVED run of the lineage): this release is measured alone")
     figures: dict[str, Any] = {k: None for k in FIGURES}
     figures["n_earlier"] = len(lineage.earlier)
     unavailable: dict[str, str] = {}
@@ -449,7 +450,9 @@ def _run(inputs: MeasureInputs, params: CompositionParams) -> MeasureResult:
                 aucs.append(auc)
         details["per_release"] = per
         figures["differencing_auc"] = max(aucs) if aucs else None
-        if not aucs:
+        if not lineage.earlier:
+            unavailable["differencing_auc"] = "no earlier release to compare with"
+        elif not aucs:
             return MeasureResult(measure="composition", figures={},
                                  status=Status.INSUFFICIENT_EVIDENCE,
                                  reason="; ".join(reasons), details=details)

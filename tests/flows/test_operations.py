@@ -337,10 +337,23 @@ def test_a_pipeline_with_write_access_alone_triggers_its_gate(ops):
                                  "--public-key", pub, "--config", PINNED], ops["env"])
         assert other.returncode == 1 and "not verified: different rules" in other.stdout + \
             other.stderr
+        seen = time.monotonic()
         marker = [o["Key"] for o in ops["s3"].client().list_objects_v2(
             Bucket="ops-out", Prefix="riskgate/_manifests/").get("Contents", [])]
         assert len(marker) == 1
-        time.sleep(25)  # two more looks of the watcher: the manifest is not gated again
+        # a manifest that names its own control is refused, and its ERROR is filed under the
+        # release it names, where the pipeline looks (while the watcher looks twice more)
+        steer = write.replace("census/v3/", "census/v4/").replace(
+            "'released': 'released.csv',", "'released': 'released.csv', 'control': "
+            "'released.csv',").replace("'ops-manifest'", "'ops-manifest-steered'")
+        done = subprocess.run([sys.executable, "-c", steer], env=pipeline, cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        steered = _wait_for_decision(ops, "ops-manifest-steered")
+        assert steered["verdict"] == "ERROR", steered["reasons"]
+        assert "payload key 'control' is not allowed" in steered["reasons"][0]
+        assert steered["trigger"]["manifest"] == "s3://ops-releases/census/v4/release.json"
+        time.sleep(max(0.0, 25 - (time.monotonic() - seen)))  # the watcher looked twice more
         _decision(ops, "ops-manifest")  # still exactly one decision
     signatures = [json.loads(line) for line in ops["signatures"].read_text().splitlines()]
     assert any(s["flow_run_id"] == decision["flow_run_id"] for s in signatures)

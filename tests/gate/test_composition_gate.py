@@ -119,3 +119,37 @@ def test_an_unsigned_first_release_is_refused_when_a_key_is_required(files, tmp_
     assert result["status"] == "insufficient_evidence"
     assert "unsigned" in result["reason"]
     assert outcome.verdict != "APPROVED"
+
+
+def test_the_first_release_of_a_lineage_is_measured_alone_and_a_misspelt_id_is_named(
+        files, tmp_path):
+    """Nothing published before (no earlier release configured, or a lineage whose runs were
+    none APPROVED): the release is measured alone (pvp_1 0, the *_alone figures its own), and
+    the gate can approve it. A lineage id with no run in the store at all is insufficient
+    evidence naming it: a typo must not pass for a first release."""
+    here = {**files, "out": tmp_path / "out"}
+    gen = {"region": {"hierarchy": str(files["region_hierarchy"])}}
+    checks = ["composition.pvp_1 <= 0.01"]
+    first = _run(here, "second", gen, {"composition": {}}, checks, "f1")
+    result = _composition(first)
+    assert result["status"] == "ok" and first.verdict == "APPROVED", first.reasons
+    original = pd.read_csv(files["original"], **READ).drop(columns=["person_id"])
+    original["age"] = original["age"].astype(int)
+    alone, _, _ = compose(Lineage(original, ReleaseTables(
+        "new", pd.read_csv(files["second"], **READ), tuple(QIS), ("diagnosis",), gen), ()))
+    assert result["figures"]["n_earlier"] == 0 and result["figures"]["pvp_1"] == 0.0
+    assert result["figures"]["pvp_1_alone"] == pytest.approx(alone["pvp_1_alone"])
+    assert alone["pvp_1_alone"] > 0.3  # the figure is the release's own, not a default
+    assert "measured alone" in " ".join(result["details"]["notes"])
+
+    here = {**files, "out": tmp_path / "out2"}  # a store where only a rejected run precedes
+    rejected = _run(here, "first", FIRST, {"k_anonymity": {}}, ["k_anonymity.k >= 50"], "f2")
+    assert rejected.verdict == "REJECTED"
+    after = _run(here, "second", gen, {"composition": {"lineage": ["survey"]}}, checks, "f3")
+    notes = " ".join(_composition(after)["details"]["notes"])
+    assert after.verdict == "APPROVED" and "none APPROVED (REJECTED)" in notes, notes
+
+    typo = _run(here, "second", gen, {"composition": {"lineage": ["survy"]}}, checks, "f4")
+    result = _composition(typo)
+    assert result["status"] == "insufficient_evidence" and typo.verdict != "APPROVED"
+    assert "no run of release 'survy' in the output store" in result["reason"]

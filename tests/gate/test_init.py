@@ -39,6 +39,8 @@ def tables(tmp_path_factory) -> dict[str, Path]:
     synthetic["income"] = (pd.to_numeric(synthetic["income"]) * rng.normal(
         1, 0.1, len(synthetic))).round(-2).astype(str)
     synthetic.to_csv(root / "synthetic.csv", index=False)
+    control.drop(columns=["person_id", "household_id", "weight"]).to_csv(
+        root / "control-bare.csv", index=False)
     original.drop(columns=["person_id"]).sample(frac=0.5, random_state=4).to_csv(
         root / "subsample.csv", index=False)
     survey = original.copy()
@@ -50,7 +52,7 @@ def tables(tmp_path_factory) -> dict[str, Path]:
                                           f"{int(a) // 10 * 10 + 9}")
     released.to_csv(root / "survey-released.csv", index=False)
     return {"root": root, "population": files["original"], "generalized": files["released"],
-            **{k: root / f"{k}.csv" for k in ("original", "control", "synthetic",
+            **{k: root / f"{k}.csv" for k in ("original", "control", "control-bare", "synthetic",
                                                 "subsample", "survey-original",
                                                 "survey-released")}}
 
@@ -136,6 +138,24 @@ def test_a_subsample_is_read_as_one(tables, tmp_path, capsys):
     cfg = yaml.safe_load((tmp_path / "sub" / "gate.yaml").read_text())
     assert {"k_anonymity", "reid", "sdc"} <= set(cfg["measures"])
     assert _verdict(tmp_path / "sub" / "gate.yaml") == "REJECTED"  # a raw half is not safe
+
+
+def test_a_control_without_the_releases_weights_and_households_is_enough(tables, tmp_path,
+                                                                           capsys):
+    """A held-out sample carries what people are, not the release's design columns: the
+    config init writes runs to the verdict of the figures (the subsample's REJECTED, as with a
+    full control), not to "control.household_id: column exists: failed"."""
+    code, said = _init(capsys, tmp_path / "bare", original=tables["original"],
+                       released=tables["subsample"], control=tables["control-bare"])
+    assert code == 0, said
+    cfg = yaml.safe_load((tmp_path / "bare" / "gate.yaml").read_text())
+    assert cfg["roles"]["household"] == "household_id" and cfg["roles"]["weight"] == "weight"
+    outcome = run_gate(load_gate(tmp_path / "bare" / "gate.yaml"), "run-bare",
+                       steps=LocalSteps())
+    assert outcome.verdict == "REJECTED", outcome.reasons
+    assert not [r for r in outcome.reasons if "data not clean" in r or "control" in r], \
+        outcome.reasons
+    assert any(r.startswith("k_anonymity.k: fail") for r in outcome.reasons), outcome.reasons
 
 
 def test_markers_are_found_and_written_into_the_config(tables, tmp_path, capsys):

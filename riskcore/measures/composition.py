@@ -147,6 +147,31 @@ def _text(series: pd.Series) -> np.ndarray:
     return np.asarray(aligned_text(series).astype(object), dtype=object)
 
 
+def _joint_codes(columns: Sequence[pd.Series], tokens: set[str]
+                 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per column (as text), codes into the distinct values of all of them (-1: missing),
+    and where a cell is missing or a suppression token. The work is per distinct value: each
+    column's text is a Categorical, whose categories are joined (no pass of Python objects
+    over the rows)."""
+    from ..alignment import _text as aligned_text
+    from ..data import distinct
+
+    parts = [distinct(aligned_text(c)) for c in columns]
+    union = pd.Index(pd.unique(np.concatenate(
+        [np.asarray(u, dtype=object) for _, u in parts])), dtype=object)
+    codes, wild = [], []
+    for raw, uniques in parts:
+        to_union = np.append(union.get_indexer(pd.Index(np.asarray(uniques, dtype=object))),
+                             -1).astype(np.int64)
+        is_token = np.append(np.isin(np.asarray(uniques, dtype=object), list(tokens)),
+                             True) if tokens else np.append(
+                                 np.zeros(len(uniques), dtype=bool), True)
+        raw = np.asarray(raw, dtype=np.int64)  # -1 (missing) takes the appended last slot
+        codes.append(to_union[raw])
+        wild.append(is_token[raw])
+    return codes, wild
+
+
 def candidates(original: pd.DataFrame, release: ReleaseTables, sensitive: str,
                values: pd.Index) -> Candidates:
     """Every original record's class in ``release`` and the class's sensitive values (see the
@@ -169,12 +194,9 @@ def candidates(original: pd.DataFrame, release: ReleaseTables, sensitive: str,
     rel_codes = np.empty((m, len(qis)), dtype=np.int64)
     wild = np.zeros((m, len(qis)), dtype=bool)
     for j, c in enumerate(qis):
-        o, r = _text(aligned["original"][c]), _text(release.released[c])
         # a suppressed cell, written as a token or left empty, agrees with any value
-        wild[:, j] = pd.isna(r) | (np.isin(r, list(tokens)) if tokens else False)
-        codes, _ = pd.factorize(pd.Series(np.concatenate([o, r]), dtype=object),
-                                use_na_sentinel=True)
-        ori_codes[:, j], rel_codes[:, j] = codes[:n], codes[n:]
+        (ori_codes[:, j], rel_codes[:, j]), (_, wild[:, j]) = _joint_codes(
+            [aligned["original"][c], release.released[c]], tokens)
     sens = _text(release.released[sensitive])
     present = pd.notna(sens) & ~np.isin(sens, list(tokens))
     value = np.asarray(values.get_indexer(pd.Index(sens, dtype=object)), dtype=np.int64)

@@ -354,7 +354,8 @@ def composition_view(by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
             pair = [float(a["pvp_1"]) for a in r["attributes"]
                     if isinstance(a.get("pvp_1"), (int, float))]
             if pair:
-                labels.append(f"with {r['release']}")
+                release, _, run = str(r["release"]).partition("/")
+                labels.append(f"with {release}" + (f" ({run[:8]})" if run else ""))
                 values.append(max(pair))
         if len(labels) > 2:
             labels.append("with all of them")

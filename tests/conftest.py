@@ -128,7 +128,9 @@ def _database() -> Iterator[str | None]:
 
     given = os.environ.get(postgres.URL_VARIABLE)
     if given:
-        yield postgres.database_of(given, WORKER) if WORKER else given
+        # a database of its own for each run (and each xdist process): a server left from an
+        # earlier run (its deployments, leases, late runs) must not shape this one
+        yield postgres.database_of(given, WORKER or "main")
         return
     if not postgres.available():
         yield None

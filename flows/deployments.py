@@ -47,6 +47,10 @@ WATCH_ENTRYPOINT = "riskgate.flows.watch.watch_releases"
 NIGHTLY_CRON = "0 2 * * *"
 #: seconds between two looks for new release manifests (riskgate deploy --watch-every)
 WATCH_EVERY_S = 60
+#: watch-releases' work queue in the pool, and its priority: after the gates' default queue
+#: (priority 1), so that a restarted worker's backlog of late watcher runs never holds a gate
+WATCH_QUEUE = "watch"
+WATCH_QUEUE_PRIORITY = 10
 
 #: what the trigger hands the flow: the event's id and time only. The flow reads the payload
 #: from the API's event store and validates it, so that nothing a pipeline put in a payload
@@ -158,6 +162,8 @@ def prefect_yaml() -> str:
     for name, spec in DEPLOYMENTS.items():
         d: dict[str, Any] = {"name": name, "entrypoint": ENTRYPOINT, "work_pool": pool}
         d.update(copy.deepcopy(spec))
+        if name == "watch-releases":
+            d["work_pool"] = {"name": WORK_POOL, "work_queue_name": WATCH_QUEUE}
         for key in ("schedules", "triggers"):  # one object, referenced: a YAML anchor
             if key in d:
                 shared[key][name] = d[key][0]

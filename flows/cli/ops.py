@@ -171,11 +171,32 @@ def ensure_work_pool(limit: int) -> bool:
                 name=WORK_POOL, type="process", concurrency_limit=limit,
                 base_job_template=with_heartbeat(
                     ProcessWorker.get_default_base_job_template())))
+            ensure_watch_queue(client)
             return True
         client.update_work_pool(WORK_POOL, WorkPoolUpdate(
             concurrency_limit=limit,
             base_job_template=with_heartbeat(dict(pool.base_job_template or {}))))
+        ensure_watch_queue(client)
         return False
+
+
+def ensure_watch_queue(client: Any) -> None:
+    """The pool's queue for watch-releases, polled after the gates' (a higher priority
+    number): while no worker runs, the schedule leaves one late watcher run every interval,
+    and a restarted worker must start the waiting gates before it works through those."""
+    from prefect.exceptions import ObjectNotFound
+
+    from ..deployments import WATCH_QUEUE, WATCH_QUEUE_PRIORITY, WORK_POOL
+
+    try:
+        queue = client.read_work_queue_by_name(WATCH_QUEUE, work_pool_name=WORK_POOL)
+    except ObjectNotFound:
+        client.create_work_queue(WATCH_QUEUE, work_pool_name=WORK_POOL,
+                                 priority=WATCH_QUEUE_PRIORITY,
+                                 description="riskgate watch-releases: after the gates")
+        return
+    if queue.priority != WATCH_QUEUE_PRIORITY:
+        client.update_work_queue(queue.id, priority=WATCH_QUEUE_PRIORITY)
 
 
 def install_lost_gate_automation(lost_after_s: int | None) -> int:

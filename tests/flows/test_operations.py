@@ -357,3 +357,19 @@ def test_a_pipeline_with_write_access_alone_triggers_its_gate(ops):
         _decision(ops, "ops-manifest")  # still exactly one decision
     signatures = [json.loads(line) for line in ops["signatures"].read_text().splitlines()]
     assert any(s["flow_run_id"] == decision["flow_run_id"] for s in signatures)
+
+
+def test_the_watcher_waits_behind_the_gates(ops):
+    """watch-releases runs from a queue the worker polls after the gates' (deploy creates it
+    with a higher priority number): after a worker outage the schedule has left one late
+    watcher run per interval, and a restarted worker must start the waiting gates first."""
+    from prefect.client.orchestration import get_client
+
+    from riskgate.flows.deployments import WATCH_QUEUE, WORK_POOL
+
+    with get_client(sync_client=True) as client:
+        watch = client.read_deployment_by_name("riskgate-watch-releases/watch-releases")
+        gate = client.read_deployment_by_name("release-gate/on-anonymization")
+        queues = {q.name: q.priority for q in client.read_work_queues(work_pool_name=WORK_POOL)}
+    assert (watch.work_queue_name, gate.work_queue_name) == (WATCH_QUEUE, "default")
+    assert queues[WATCH_QUEUE] > queues["default"], queues

@@ -126,6 +126,7 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
         "enforce_parameter_schema": False,
         "schedules": [{"interval": WATCH_EVERY_S, "active": False}],
         "concurrency_limit": {"limit": 1, "collision_strategy": "CANCEL_NEW"},
+        "work_queue_name": WATCH_QUEUE,
     },
     "lost-run-verdict": {
         "entrypoint": LOST_ENTRYPOINT,
@@ -162,8 +163,8 @@ def prefect_yaml() -> str:
     for name, spec in DEPLOYMENTS.items():
         d: dict[str, Any] = {"name": name, "entrypoint": ENTRYPOINT, "work_pool": pool}
         d.update(copy.deepcopy(spec))
-        if name == "watch-releases":
-            d["work_pool"] = {"name": WORK_POOL, "work_queue_name": WATCH_QUEUE}
+        if "work_queue_name" in d:  # a queue of its own in the pool
+            d["work_pool"] = {"name": WORK_POOL, "work_queue_name": d.pop("work_queue_name")}
         for key in ("schedules", "triggers"):  # one object, referenced: a YAML anchor
             if key in d:
                 shared[key][name] = d[key][0]

@@ -144,4 +144,4 @@ def _named_release(raw: bytes) -> str:
     except ValueError:
         return ""
     value = doc.get("release_id") if isinstance(doc, dict) else None
-    return value if isinstance(value, str) else ''
+    return value if isinstance(value, str) else ""

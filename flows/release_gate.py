@@ -777,10 +777,11 @@ def _gate_run(log: logging.Logger | logging.LoggerAdapter[Any], run_id: str, req
         options = resolve_storage_options(gate.config, base_options)
         signer = _signer()
     except RiskgateError as exc:
-        if isinstance(exc, ManifestRefused):
-            context = exc.context
+        named = ""
+        if isinstance(exc, ManifestRefused):  # filed under the release the manifest names
+            context, named = exc.context, exc.release_id
         outcome = _fail_before_gate(exc, run_id, request, context, base_options, log,
-                                    release_id=getattr(exc, "release_id", ""))
+                                    release_id=named)
         emit_verdict(outcome.to_dict(), related=_related(trigger))
         _label_run(outcome.release_id, outcome.verdict)
         return final_state(outcome)

@@ -171,13 +171,14 @@ def ensure_work_pool(limit: int) -> bool:
                 name=WORK_POOL, type="process", concurrency_limit=limit,
                 base_job_template=with_heartbeat(
                     ProcessWorker.get_default_base_job_template())))
-            ensure_watch_queue(client)
-            return True
-        client.update_work_pool(WORK_POOL, WorkPoolUpdate(
-            concurrency_limit=limit,
-            base_job_template=with_heartbeat(dict(pool.base_job_template or {}))))
+            created = True
+        else:
+            client.update_work_pool(WORK_POOL, WorkPoolUpdate(
+                concurrency_limit=limit,
+                base_job_template=with_heartbeat(dict(pool.base_job_template or {}))))
+            created = False
         ensure_watch_queue(client)
-        return False
+        return created
 
 
 def ensure_watch_queue(client: Any) -> None:

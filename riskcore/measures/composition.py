@@ -163,9 +163,7 @@ def _joint_codes(columns: Sequence[pd.Series], tokens: set[str]
     for raw, uniques in parts:
         to_union = np.append(union.get_indexer(pd.Index(np.asarray(uniques, dtype=object))),
                              -1).astype(np.int64)
-        is_token = np.append(np.isin(np.asarray(uniques, dtype=object), list(tokens)),
-                             True) if tokens else np.append(
-                                 np.zeros(len(uniques), dtype=bool), True)
+        is_token = np.append(np.isin(np.asarray(uniques, dtype=object), list(tokens)), True)
         raw = np.asarray(raw, dtype=np.int64)  # -1 (missing) takes the appended last slot
         codes.append(to_union[raw])
         wild.append(is_token[raw])

@@ -73,7 +73,7 @@ from riskcore.measures import MeasureInputs
 from riskcore.processes import STOPPED, Terminated, leave_soon
 from riskcore.redact import install_log_redaction, redact_text
 from riskcore.results import MeasureResult
-from riskcore.signing import signer_from_environment
+from riskcore.signer import signer_from_environment
 from riskcore.storage import check_storage_options, join_url
 from riskcore.threads import Beside
 from riskgate.tasks.common import Held
@@ -442,7 +442,7 @@ def _related(trigger: Mapping[str, Any] | None) -> list[dict[str, str]]:
 def _signer() -> Any:
     """What signs the decision: the signer service ($RISKGATE_SIGNER_SOCKET), else (a run that
     is not a deployment's) the key file $RISKGATE_SIGNING_KEY names, else None (unsigned). A
-    deployed run never reads a key file (:func:`riskcore.signing.signer_from_environment`)."""
+    deployed run never reads a key file (:func:`riskcore.signer.signer_from_environment`)."""
     from prefect.runtime import deployment
 
     return signer_from_environment(deployed=bool(deployment.id))

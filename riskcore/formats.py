@@ -17,6 +17,7 @@ column that had a missing value, while the original writes ``1``; a spreadsheet 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -26,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .data import NUMBER_PATTERN, distinct, has_leading_zero, map_distinct, used_values
+from .errors import InputError
 from .roles import ColumnType
 
 #: a number already in canonical form: an integer without sign, plus or leading zero, or a
@@ -203,3 +205,22 @@ def canonical_numbers(frames: Mapping[str, pd.DataFrame], columns: Sequence[str]
         formats[col] = ColumnFormat(col, ColumnType.CATEGORICAL.value,
                                     "numbers compared by value ('1.0' is '1')")
     return out, formats
+
+
+#: what a column name may not hold: line breaks of any kind (YAML and editors read U+2028,
+#: U+2029 and U+0085 as ones), other control characters and invisible format characters
+_UNSAFE_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e"
+                          "\u2060-\u2064\ufeff]")
+
+
+def refuse_unsafe_names(names: Sequence[str], what: str, url: str) -> None:
+    """InputError naming the column (by position, its name escaped) whose name holds a line
+    break, a control or an invisible format character: such a name can end a line wherever it
+    is written (a config's comment, a log, a report) and say something the file's author
+    chose. A header's own byte-order mark is not part of its first name."""
+    for i, name in enumerate(map(str, names)):
+        if _UNSAFE_NAME.search(name):
+            shown = _UNSAFE_NAME.sub(lambda m: f"\\u{ord(m.group()):04x}", name)[:80]
+            raise InputError(f"{what}: '{url}' column {i + 1} is named '{shown}', which holds "
+                             "a line break, control or invisible character; rename the column "
+                             "(names are written into configs, logs and reports)")

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import InputError, StorageError
-from .formats import Markers, apply_markers
+from .formats import Markers, apply_markers, refuse_unsafe_names
 from .redact import redact_text
 from .roles import Roles
 from .storage import filesystem, join_url, write_bytes
@@ -177,6 +177,7 @@ def discover(url: str, name: str, options: Mapping[str, Any] | None = None) -> P
                              "every partition must have the same columns and types: rewrite it")
         rows.append(int(n))
     assert first is not None
+    refuse_unsafe_names(first.names, what, shown)
     return Partitioned(name=name, url=shown, files=tuple(found), rows=tuple(rows),
                        columns=tuple(first.names), bytes=int(sum(sizes)))
 

@@ -27,6 +27,13 @@ class ColumnType(str, Enum):
         return self in (ColumnType.CONTINUOUS, ColumnType.INTEGER)
 
 
+#: the tables that stand for people in no release (the yardstick of chance): the control, and
+#: the custodian's own control when a trigger payload named another (both are judged)
+CONTROLS = ("control", "custodian_control")
+#: the tables that are published (the release) or stand for a release (the controls)
+PUBLISHED = ("released", *CONTROLS)
+
+
 class MissingPolicy(str, Enum):
     """How equivalence-class measures treat missing key values (SPEC 1 and 3.2)."""
 
@@ -95,7 +102,7 @@ class Roles:
         household; the original and the release every measured column."""
         if table == "identification":
             return tuple(self.quasi_identifiers)
-        if table == "control":
+        if table in CONTROLS:
             return tuple(c for c in self.measured_columns
                          if c not in (self.weight, self.household))
         return self.measured_columns

@@ -58,8 +58,13 @@ def _no_constant(name: str) -> Any:
 
 def strict_json(raw: bytes | str) -> Any:
     """JSON with every object's keys distinct (anywhere) and no NaN or Infinity: what was
-    signed is what is read. ValueError (DuplicateKey naming the key) otherwise."""
-    return json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    signed is what is read. ValueError (DuplicateKey naming the key) otherwise; a document
+    nested deeper than Python's parser can follow (thousands of arrays in a few kilobytes) is
+    a ValueError too, never a RecursionError that escapes as a crash."""
+    try:
+        return json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to be read") from None
 
 
 def canonical_bytes(decision: Mapping[str, Any]) -> bytes:
@@ -144,6 +149,8 @@ class Signer:
 
     key: Any
     fingerprint: str
+    #: the public key's PEM (what an earlier decision signed with this key verifies under)
+    public_pem: bytes = b""
 
     @classmethod
     def from_pem(cls, pem: bytes, what: str) -> Signer:
@@ -157,7 +164,7 @@ class Signer:
             raise ConfigError(f"{what} is not an Ed25519 key; make one with riskgate keygen DIR")
         public = key.public_key().public_bytes(serialization.Encoding.PEM,
                                                serialization.PublicFormat.SubjectPublicKeyInfo)
-        return cls(key, fingerprint(public))
+        return cls(key, fingerprint(public), public)
 
     def sign(self, decision: Mapping[str, Any]) -> bytes:
         """``decision.json.sig``: the signature of :func:`canonical_bytes` and the key."""
@@ -166,35 +173,6 @@ class Signer:
 
 class SigningRefused(RiskgateError):
     """The signer would not sign this decision (another config, a malformed request)."""
-
-
-def signer_from_environment(deployed: bool = False) -> Any:
-    """The gate's signer: the signer service at ``RISKGATE_SIGNER_SOCKET``
-    (:class:`riskcore.signer.RemoteSigner`), else the key file ``RISKGATE_SIGNING_KEY`` names,
-    else None (unsigned).
-
-    A deployed run (``deployed``) never reads a key file: a deployment's code runs in the same
-    process and environment, so whoever can create a deployment could copy the key; it is a
-    ConfigError naming the fix (``riskgate signer``)."""
-    socket_path = os.environ.get(SOCKET_ENV)
-    if socket_path:
-        from .signer import RemoteSigner
-
-        return RemoteSigner.connect(socket_path)
-    path = os.environ.get(KEY_ENV)
-    if not path:
-        return None
-    if deployed:
-        raise ConfigError(
-            f"${KEY_ENV} is set in a deployed gate's environment, where any deployment's code "
-            "could read the key: keep the key with riskgate signer (run as its own user) and "
-            f"set ${SOCKET_ENV} on the worker instead")
-    try:
-        pem = Path(path).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"${KEY_ENV} names '{path}', which cannot be read "
-                          f"({exc.strerror}); point it at riskgate-signing.key") from None
-    return Signer.from_pem(pem, f"${KEY_ENV} ('{path}')")
 
 
 class VerificationFailed(Exception):

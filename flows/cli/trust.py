@@ -39,10 +39,14 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                         help="hold the signing key and sign the gate's decisions over a "
                         "local socket",
                         description="Run as a user of its own, with the key readable by that "
-                        "user alone. Signs a decision only when it was made under one of the "
-                        "--config files (their SHA-256 and their policy's, read now: restart "
-                        "after a redeploy), and appends every signature to --log. Workers "
-                        "set RISKGATE_SIGNER_SOCKET to --socket.")
+                        "user alone and the Prefect API's URL and auth string in its "
+                        "environment. Signs a decision only when the asking process is the "
+                        "worker's (--allow-user, --allow-group), the run it names is a running "
+                        "run of a deployed gate never signed before (asked of the Prefect API), "
+                        "and it was made under one of the --config files (their SHA-256 and "
+                        "their policy's, read now: restart after a redeploy). Appends every "
+                        "signature and refusal to --log. Workers set RISKGATE_SIGNER_SOCKET to "
+                        "--socket.")
     sg.add_argument("--key", required=True, help="riskgate-signing.key")
     sg.add_argument("--config", required=True, action="append", dest="configs",
                     help="a gate config whose decisions it signs (repeat for several: the "
@@ -50,9 +54,17 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     sg.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
     sg.add_argument("--log", required=True, dest="log_path",
                     help="the signature log (appended to, one JSON line per signature)")
-    sg.add_argument("--socket-mode", default="666", dest="socket_mode",
-                    help="permissions of the socket, octal (default 666: any local user may "
-                    "ask; the config check and the log apply to all)")
+    sg.add_argument("--allow-user", action="append", default=[], dest="allow_users",
+                    metavar="USER", help="the user the Prefect worker runs as (repeat for "
+                    "several); any other local user is refused")
+    sg.add_argument("--allow-group", action="append", default=[], dest="allow_groups",
+                    metavar="GROUP", help="a group whose processes may ask (the worker's own)")
+    sg.add_argument("--socket-group", dest="socket_group", metavar="GROUP",
+                    help="the socket's group (the worker's; the signer's user must be in it, "
+                    "or run as root)")
+    sg.add_argument("--socket-mode", default="660", dest="socket_mode",
+                    help="permissions of the socket, octal (default 660: its owner and its "
+                    "group; a mode any local user may write is refused)")
     add_storage_flag(sg)
     sg.set_defaults(handler=cmd_signer)
 
@@ -174,10 +186,13 @@ def signed_verdict(decision_bytes: bytes, signature: bytes | None, public_pem: b
 
 
 def cmd_signer(args: argparse.Namespace) -> int:
+    import grp
     from pathlib import Path
 
-    from riskcore.signer import SignatureLog, SignerServer, load_policy_for
+    from riskcore.signer import Peers, Policy, SignatureLog, SignerServer, load_rules
     from riskcore.signing import Signer
+
+    from ..gate_runs import DeployedRuns
 
     options = storage_options(args)
     try:
@@ -190,14 +205,30 @@ def cmd_signer(args: argparse.Namespace) -> int:
     except ValueError:
         raise ConfigError(f"--socket-mode '{args.socket_mode}' is not octal (e.g. 660)"
                           ) from None
+    group = None
+    if args.socket_group:
+        try:
+            group = (int(args.socket_group) if args.socket_group.isdigit()
+                     else grp.getgrnam(args.socket_group).gr_gid)
+        except KeyError:
+            raise ConfigError(f"--socket-group '{args.socket_group}': no such group on this "
+                              "host; name the worker's group") from None
+    peers = Peers.named(args.allow_users, args.allow_groups)
     signer = Signer.from_pem(pem, f"--key '{args.key}'")
-    policy = load_policy_for(signer, args.configs, options)
+    runs = DeployedRuns()
+    runs.ping()
+    rules = load_rules(args.configs, options)
     try:
         signatures = SignatureLog(args.log_path)
     except OSError as exc:
         raise ConfigError(f"--log '{args.log_path}' cannot be opened for appending "
                           f"({exc.strerror})") from None
-    server = SignerServer(args.socket, policy, signatures, mode=mode)
+    policy = Policy(signer, rules, peers, runs, signed_runs=signatures.signed_runs())
+    try:
+        server = SignerServer(args.socket, policy, signatures, mode=mode, group=group)
+    except PermissionError as exc:
+        raise ConfigError(f"--socket '{args.socket}': {exc.strerror}; the signer's user must "
+                          "own the folder (and be in --socket-group)") from None
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -206,17 +237,16 @@ def cmd_signer(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    out.print(f"signer: key {signer.fingerprint}, socket {args.socket}, log {args.log_path}",
+    out.print(f"signer: key {signer.fingerprint}, socket {args.socket} (mode {mode:o}), log "
+              f"{args.log_path}", soft_wrap=True)
+    out.print(f"  serves {peers.describe()}; confirms every run with the Prefect API",
               soft_wrap=True)
-    for rules in policy.rules:
-        out.print(f"  signs decisions made under {rules.describe()}", soft_wrap=True)
+    for r in policy.rules:
+        out.print(f"  signs decisions made under {r.describe()}", soft_wrap=True)
     try:
         server.serve_forever(poll_interval=0.5)
     finally:
         server.server_close()
+        server.remove_socket()
         signatures.close()
-        try:
-            Path(args.socket).unlink()
-        except OSError:
-            pass
     return 0

@@ -35,6 +35,7 @@ from ..data import (
 )
 from ..equivalence import control_overlap_test
 from ..results import Record
+from ..roles import CONTROLS, PUBLISHED
 from .gx_suites import Job, gx_context, run_suites_here
 from .tables import REPLACEMENT_CHAR
 
@@ -627,7 +628,7 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
                     unexpected_count=int(infinite.size), element_count=len(df),
                     example_rows=tuple(infinite[:MAX_EXAMPLE_ROWS].tolist()), source="riskgate",
                     detail="infinite or overflowing numbers (e.g. 1e400) cannot be measured"))
-    for table in ("released", "control"):
+    for table in PUBLISHED:
         df = frames.get(table)
         if df is None:
             continue
@@ -644,19 +645,29 @@ def _preconditions(frames: Mapping[str, pd.DataFrame], roles: Roles,
                     if typ is not None and typ.is_numeric and not looks_numeric(df[col]) and \
                             df[col].notna().any():
                         out.append(_schema_clash(table, col, df[col], typ, roles))
-    control = frames.get("control")
-    if control is not None and original is not None:
-        cols = [c for c in control.columns if c in original.columns]
-        if cols:
-            codes_orig, codes_ctrl = _text_codes(original, control, cols)
-            test, overlap = control_overlap_test(codes_ctrl, codes_orig)
+    released = frames.get("released")
+    for table in CONTROLS:
+        control = frames.get(table)
+        if control is None:
+            continue
+        # held out from the original: a control that shares its rows is no yardstick; and
+        # apart from the release: a control made of released rows (the judged party's own
+        # half of its release, named as the control) turns every copy into "chance"
+        for other, what in ((original, "original"), (released, "release")):
+            if other is None:
+                continue
+            cols = [c for c in control.columns if c in other.columns]
+            if not cols:
+                continue
+            codes_other, codes_ctrl = _text_codes(other, control, cols)
+            test, overlap = control_overlap_test(codes_ctrl, codes_other)
             out.append(CheckResult(
-                table="control", check="control rows do not overlap the original",
+                table=table, check=f"control rows do not overlap the {what}",
                 column=None, success=not test.excessive, unexpected_count=int(overlap.size),
-                element_count=len(control), example_rows=tuple(overlap[:MAX_EXAMPLE_ROWS].tolist()),
-                source="riskgate",
-                detail=test.describe(len(cols)) + (
-                    ": control rows must be held out from the original" if test.excessive
+                element_count=len(control),
+                example_rows=tuple(overlap[:MAX_EXAMPLE_ROWS].tolist()), source="riskgate",
+                detail=test.describe(len(cols), what) + (
+                    f": control rows must be held out from the {what}" if test.excessive
                     else "")))
     return out
 

@@ -49,7 +49,8 @@ DEFAULT_MAX_TABLE_MB = 2048.0
 #: the keys an event payload or the CLI may override
 OVERRIDABLE = ("release_id", "original", "released", "control", "identification", "output_url",
                "policy", "report_detail")
-URL_KEYS = ("original", "released", "control", "identification", "output_url")
+URL_KEYS = ("original", "released", "control", "custodian_control", "identification",
+            "output_url")
 
 
 class _Model(BaseModel):
@@ -210,6 +211,9 @@ class TablesConfig(_Model):
     original: str | None = None
     released: str
     control: str | None = None
+    #: the config's own control when a trigger payload named another (``trigger.allow:
+    #: [control]``): the release is judged against both and the worse verdict kept
+    custodian_control: str | None = None
     identification: str | None = None
     roles: RolesConfig
     missing: MissingPolicy = MissingPolicy.OWN
@@ -256,7 +260,7 @@ class TablesConfig(_Model):
 
     @model_validator(mode="after")
     def _urls(self) -> TablesConfig:
-        for key in ("original", "released", "control", "identification"):
+        for key in ("original", "released", "control", "custodian_control", "identification"):
             value = getattr(self, key)
             if value:
                 check_url(value, key)
@@ -280,7 +284,8 @@ class TablesConfig(_Model):
     def tables(self) -> dict[str, str]:
         """Role name -> URL of every table in the run."""
         out = {"original": self.original, "released": self.released,
-               "control": self.control, "identification": self.identification}
+               "control": self.control, "custodian_control": self.custodian_control,
+               "identification": self.identification}
         return {k: v for k, v in out.items() if v}
 
 
@@ -367,9 +372,13 @@ class Gate:
 
 def config_mapping(source: Source, overrides: Mapping[str, Any] | None = None,
                    storage_options: Mapping[str, Any] | None = None,
-                   digest: list[str] | None = None) -> tuple[dict[str, Any], str]:
+                   digest: list[str] | None = None, keep_own: tuple[str, ...] = ()
+                   ) -> tuple[dict[str, Any], str]:
     """The raw config mapping with overrides applied and relative paths resolved (and, into
-    ``digest``, the SHA-256 of the document as read)."""
+    ``digest``, the SHA-256 of the document as read). For each key of ``keep_own`` (a
+    control a trigger payload names) that the overrides replace, the config's own value is
+    kept beside it as ``custodian_<key>``: the judged party's table never replaces the
+    custodian's, it is judged beside it."""
     if isinstance(source, os.PathLike):
         source = os.fspath(source)
     if isinstance(source, Mapping):
@@ -388,6 +397,10 @@ def config_mapping(source: Source, overrides: Mapping[str, Any] | None = None,
     if bad:
         raise ConfigError(f"overrides: unknown key(s) {bad} (allowed: {', '.join(OVERRIDABLE)})")
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    for key in keep_own:
+        own = data.get(key)
+        if key in given and isinstance(own, str) and own and own != given[key]:
+            data[f"custodian_{key}"] = own
     if "report_detail" in given:
         report = data.get("report")
         data["report"] = {**(report if isinstance(report, Mapping) else {}),
@@ -416,9 +429,10 @@ def resolve_hierarchies(generalization: Any, base: str) -> Any:
 
 def load_config(source: Source, overrides: Mapping[str, Any] | None = None,
                 storage_options: Mapping[str, Any] | None = None,
-                digest: list[str] | None = None) -> GateConfig:
+                digest: list[str] | None = None, keep_own: tuple[str, ...] = ()
+                ) -> GateConfig:
     """Load and validate a gate config (see :func:`load_gate` for the policy too)."""
-    data, name = config_mapping(source, overrides, storage_options, digest)
+    data, name = config_mapping(source, overrides, storage_options, digest, keep_own)
     try:
         return GateConfig.model_validate(data)
     except ValidationError as exc:
@@ -452,7 +466,10 @@ def load_gate(source: Source, overrides: Mapping[str, Any] | None = None,
             the config defaults to "command line", every other key to "config".
     """
     digest: list[str] = []
-    cfg = load_config(source, overrides, storage_options, digest)
+    given = dict(origins or {})
+    # a control named by a trigger payload is judged beside the config's own, never instead
+    keep_own = ("control",) if given.get("control") == "payload" else ()
+    cfg = load_config(source, overrides, storage_options, digest, keep_own)
     options = {**dict(storage_options or {}), **cfg.storage.options}
     name = "gate config" if isinstance(source, Mapping) else redact_text(os.fspath(source))
     if isinstance(cfg.policy, str):
@@ -479,7 +496,6 @@ def load_gate(source: Source, overrides: Mapping[str, Any] | None = None,
             raise ConfigError(
                 f"{policy.name}: check '{check.id}': figure '{check.figure}' does not exist; "
                 f"{fam_name} reports: {', '.join(sorted(known))}")
-    given = dict(origins or {})
     provenance: dict[str, dict[str, Any]] = {
         "config": {"source": given.get("config", "command line"),
                    "url": None if isinstance(source, Mapping) else redact_text(

@@ -470,6 +470,19 @@ def _list(values: Sequence[str]) -> str:
     return "[" + ", ".join(_yaml_text(v) for v in values) + "]"
 
 
+#: characters a YAML reader (or an editor) may take as a line break, and every other control
+#: or format character: never written raw into a comment of the custodian's config
+_UNSAFE_IN_COMMENT = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e"
+                                "\u2060-\u2064\ufeff]")
+
+
+def comment_text(text: str) -> str:
+    """Text for a ``#`` comment: every line-breaking, control or format character escaped
+    (``\\u2028``), so that nothing the judged data names (a column called
+    ``notes<U+2028>identifiers: ...``) can end the comment and become a key."""
+    return _UNSAFE_IN_COMMENT.sub(lambda m: f"\\u{ord(m.group()):04x}", str(text))
+
+
 def release_id_from(url: str) -> str:
     stem = re.sub(r"\.(csv|parquet|pq|jsonl|ndjson|json)(\.(gz|bz2|xz|zst))?$", "",
                   url.rstrip("/").rsplit("/", 1)[-1], flags=re.IGNORECASE)
@@ -504,10 +517,10 @@ def config_text(prof: Profile, prop: Proposal, urls: Mapping[str, str | None]) -
     lines.append("roles:")
     lines.append(f"  quasi_identifiers: {_list(prop.quasi_identifiers)}")
     for name in prop.quasi_identifiers:
-        lines.append(f"  #   {name}: {prop.why.get(name, '')}")
+        lines.append(f"  #   {_yaml_text(name)}: {prop.why.get(name, '')}")
     lines.append(f"  sensitive: {_list(prop.sensitive)}")
     for name in prop.sensitive:
-        lines.append(f"  #   {name}: {prop.why.get(name, '')}")
+        lines.append(f"  #   {_yaml_text(name)}: {prop.why.get(name, '')}")
     if prop.weight:
         lines.append(f"  weight: {_yaml_text(prop.weight)}   # {prop.why[prop.weight]}")
     if prop.household:
@@ -516,7 +529,7 @@ def config_text(prof: Profile, prop: Proposal, urls: Mapping[str, str | None]) -
     lines.append(f"  direct_identifiers: {_list(prop.direct_identifiers)}"
                  + ("   # must be absent from the release" if prop.direct_identifiers else ""))
     for name in prop.direct_identifiers:
-        lines.append(f"  #   {name}: {prop.why.get(name, '')}")
+        lines.append(f"  #   {_yaml_text(name)}: {prop.why.get(name, '')}")
     if prop.types:
         lines.append("  types: {" + ", ".join(f"{_yaml_text(c)}: {t}"
                                               for c, t in prop.types.items()) + "}")
@@ -527,7 +540,7 @@ def config_text(prof: Profile, prop: Proposal, urls: Mapping[str, str | None]) -
         lines.append("  missing_values: {" + ", ".join(
             f"{_yaml_text(c)}: {_list(m)}" for c, m in per_column.items()) + "}")
     for name, why in prop.unjudged.items():
-        lines.append(f"# {name}: {why}")
+        lines.append(f"# {_yaml_text(name)}: {why}")
     if prop.generalization:
         lines.append("generalization:                        # how released columns were "
                      "generalized (the attacks map the original into them)")
@@ -537,7 +550,7 @@ def config_text(prof: Profile, prop: Proposal, urls: Mapping[str, str | None]) -
     for name, params in families(prof.kind, prop, bool(urls.get("control"))).items():
         lines.append(f"  {name}: {params}")
     lines += ["policy: policy.yaml", "seed: 2026", ""]
-    return "\n".join(lines)
+    return "\n".join(comment_text(line) for line in lines)
 
 
 def policy_text(prof: Profile, prop: Proposal, control: bool) -> str:
@@ -562,4 +575,4 @@ def policy_text(prof: Profile, prop: Proposal, control: bool) -> str:
                 lines.append(f"    review_{side}: {review}")
             lines.append(f"    # {why}")
     lines.append("")
-    return "\n".join(lines)
+    return "\n".join(comment_text(line) for line in lines)

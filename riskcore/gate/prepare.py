@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..data import number_series
 from ..formats import ColumnFormat, canonical_numbers
+from ..roles import PUBLISHED
 from .cleanliness import CheckResult, blank, declared_types, unnamed_label, with_names
 from .config import TablesConfig
 from .tables import TableInfo
@@ -32,8 +33,6 @@ from .tables import TableInfo
 _PANDAS_UNNAMED = re.compile(r"Unnamed: [0-9]{1,9}(?:\.[0-9]{1,9})?")
 #: names under which tools write a table's index (with row numbers in it)
 INDEX_NAMES = frozenset({"index", "level_0", "rownames", "row.names", "row_names"})
-#: the tables that are published (the release) or stand for a release (the control)
-PUBLISHED = ("released", "control")
 
 
 def counts_rows(series: pd.Series) -> bool:

@@ -36,6 +36,7 @@ from ..redact import redact, redact_text
 from ..report import render_report
 from ..report.riskiest import example_records
 from ..results import MeasureResult, Record, to_jsonable
+from ..roles import CONTROLS, PUBLISHED
 from ..storage import check_output_location, exists, join_url, presign, write_bytes
 from ..threads import family_threads, this_thread, thread_budget
 from .cleanliness import CleanlinessReport, declared_types, validate_tables, warm_up
@@ -66,7 +67,7 @@ def load_input(cfg: TablesConfig, name: str, storage_options: Mapping[str, Any] 
     # published: Parquet and CSV read the measured ones alone. A released or control table is
     # read with its direct identifiers (to refuse them), and a CSV one whole (every text
     # column published is checked for control characters)
-    published = name in ("released", "control")
+    published = name in PUBLISHED
     read = wanted if published else list(roles.measured_columns)
     with progress.working("load"):
         return read_table(url, name=name, format=cfg.read.format, encoding=cfg.read.encoding,
@@ -115,7 +116,7 @@ def measured_tables(gate: Gate) -> frozenset[str]:
     needs = {table for name in gate.measures for table in BY_NAME[name].needs}
     tables = {"released", "identification", *needs}
     if "original" in needs:
-        tables.add("control")
+        tables.update(CONTROLS)
     return frozenset(tables)
 
 
@@ -140,7 +141,9 @@ def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
     with progress.working("encode"):
         enc, alignment = encode_aligned(cfg, frames, storage_options, tables)
     return MeasureInputs(released=enc["released"], original=enc.get("original"),
-                         control=enc.get("control"), identification=enc.get("identification"),
+                         control=enc.get("control"),
+                         custodian_control=enc.get("custodian_control"),
+                         identification=enc.get("identification"),
                          missing=cfg.missing, alpha=cfg.alpha, seed=cfg.seed,
                          alignment=alignment)
 
@@ -632,10 +635,13 @@ def _sequence(run: _Run) -> Decision:
     # only a full collection frees: worth its quarter second when the tables are large
     large = sum(int(df.memory_usage(index=False).sum()) for df in frames.values()
                 if isinstance(df, pd.DataFrame)) >= COLLECT_ABOVE_BYTES
+    custodian_lineage = None
     if "composition" in gate.measures:  # the earlier releases, read beside this one's frames
         lineage = run.timed("lineage", lambda: load_lineage(gate, frames, run.options,
                                                             run.run_id))
         object.__setattr__(inputs, "lineage", lineage)
+        if lineage is not None and frames.get("custodian_control") is not None:
+            custodian_lineage = replace(lineage, control=frames["custodian_control"])
     frames.clear()  # the encoded arrays are all the measures need
     release_memory(collect=large)
     # the families that run at once share the process's thread budget
@@ -644,10 +650,10 @@ def _sequence(run: _Run) -> Decision:
                        models=any(BY_NAME[n].fits_models for n in gate.measures)):
         results, errors = run.timed("measures", lambda: steps.measures(gate, inputs))
     release_memory()
-    alarms = {name: BY_NAME[name].alarm for name in results if BY_NAME[name].alarm}
-    refutations = {name: BY_NAME[name].refutes for name in results if BY_NAME[name].refutes}
-    decision = run.timed("decide", lambda: decide(
-        gate.policy, results, errors, {}, alarms, refutations))  # type: ignore[arg-type]
+    decision = run.timed("decide", lambda: decide_results(gate, results, errors))
+    if inputs.custodian_control is not None:
+        results, errors, decision = run.timed("measures_custodian_control", lambda: (
+            judge_both_controls(run, inputs, custodian_lineage, results, errors, decision)))
     doc = measures_document(gate.config.release_id, run.run_id, results, errors)
     run.measures = doc["measures"]
     run.files["measures.json"] = json_bytes(doc)
@@ -680,6 +686,47 @@ def _sequence(run: _Run) -> Decision:
     if review is not None:
         run.extra["review"] = review
     return reviewed
+
+
+def decide_results(gate: Gate, results: Mapping[str, MeasureResult],
+                   errors: Mapping[str, str]) -> Decision:
+    """The policy's decision on the families' results (their alarms and refutations too)."""
+    alarms = {name: BY_NAME[name].alarm for name in results if BY_NAME[name].alarm}
+    refutations = {name: BY_NAME[name].refutes for name in results if BY_NAME[name].refutes}
+    return decide(gate.policy, results, errors, {}, alarms, refutations)  # type: ignore[arg-type]
+
+
+#: verdicts from the least to the most severe
+SEVERITY = (Verdict.APPROVED, Verdict.NEEDS_REVIEW, Verdict.REJECTED, Verdict.ERROR)
+
+
+def judge_both_controls(run: _Run, inputs: MeasureInputs, lineage: Any,
+                        results: dict[str, MeasureResult], errors: dict[str, str],
+                        decision: Decision
+                        ) -> tuple[dict[str, MeasureResult], dict[str, str], Decision]:
+    """A release whose trigger payload named its own control is judged twice: against that
+    control, and against the custodian's (the config's own), each family that reads a control
+    run once against each; the worse decision is kept, with its results. A judged party's
+    control can then only make the verdict stricter, never turn an alarm into a pass."""
+    gate = run.gate
+    again = {n: p for n, p in gate.measures.items() if "control" in BY_NAME[n].reads}
+    second = replace(inputs, control=inputs.custodian_control, custodian_control=None,
+                     lineage=lineage if lineage is not None else inputs.lineage)
+    more, more_errors = run.steps.measures(replace(gate, measures=again), second)
+    other_results = {**results, **more}
+    other_errors = {**{k: v for k, v in errors.items() if k not in again}, **more_errors}
+    other = decide_results(gate, other_results, other_errors)
+    worse = SEVERITY.index(other.verdict) > SEVERITY.index(decision.verdict) or (
+        other.verdict is decision.verdict and len(other.reasons) > len(decision.reasons))
+    run.extra["controls"] = {
+        "judged_against": ["control (the trigger payload's)",
+                           "custodian_control (the config's own)"],
+        "verdicts": {"control": decision.verdict.value,
+                     "custodian_control": other.verdict.value},
+        "kept": "custodian_control" if worse else "control"}
+    if worse:
+        return other_results, other_errors, other
+    return results, errors, decision
 
 
 def _discard(encoding: Callable[[bool], MeasureInputs] | None) -> None:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from ..data import ColumnType, distinct, looks_numeric, numeric_values
 from ..errors import ConfigError, InputError, StorageError
-from ..formats import Markers, apply_markers
+from ..formats import Markers, apply_markers, refuse_unsafe_names
 from ..redact import redact_text
 from ..results import Record
 from ..storage import filesystem, read_bytes
@@ -155,6 +155,7 @@ def read_table(
                          compression=blob.compression, header=tuple(header))
     if len(df) == 0:
         raise InputError(f"{what}: '{info.url}' has no data rows; check the file")
+    refuse_unsafe_names(info.header or info.columns, what, info.url)
     df, replaced = apply_markers(df, markers, skip_text=fmt == "csv")
     info = replace(info, header=info.header or info.columns)
     if role_columns is not None:

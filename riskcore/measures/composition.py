@@ -514,6 +514,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=_figures_of,
     needs=("original",),
+    reads=("control",),
     alarm=_alarm,
     scale="whole",
     how_to_read=(

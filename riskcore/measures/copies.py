@@ -282,6 +282,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=lambda p, roles: dict(FIGURES),
     needs=("original",),
+    reads=("control",),
     start_up=warm,
     how_to_read=(
         "Whether the release copied people. Exact copies: released rows equal to an original "

@@ -71,6 +71,9 @@ class MeasureInputs:
     released: EncodedTable
     original: EncodedTable | None = None
     control: EncodedTable | None = None
+    #: the custodian's own control when a trigger payload named ``control``: the families that
+    #: read a control run again against it (:func:`riskcore.gate.run.judge_both_controls`)
+    custodian_control: EncodedTable | None = None
     identification: EncodedTable | None = None
     missing: MissingPolicy = MissingPolicy.OWN
     alpha: float = 1.0
@@ -199,6 +202,8 @@ class MeasureFamily:
         how_to_read: a plain-words paragraph for the report.
         advice: what to do when a check on one of its figures fails.
         needs: tables other than the release it needs ("original", ...).
+        reads: tables it reads when they are given ("control": the yardstick of chance); a
+            release judged against two controls runs these families once against each.
         check: a load-time cross-check of parameters and roles (raises ConfigError).
         alarm: the result -> a sentence when it shows disclosure severe enough that the gate
             must not pass it silently even without a policy check on the family.
@@ -226,6 +231,7 @@ class MeasureFamily:
     how_to_read: str
     advice: str
     needs: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
     check: Callable[[Any, Roles], None] | None = None
     alarm: Callable[[MeasureResult], str | None] | None = None
     refutes: Callable[[MeasureResult], str | None] | None = None

@@ -614,6 +614,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=lambda p, roles: figure_directions(_attack_names(p, roles)),
     needs=("original",),
+    reads=("control",),
     alarm=_alarm,
     refutes=_refutes,
     fits_models=True,

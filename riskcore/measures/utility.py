@@ -581,6 +581,7 @@ FAMILY = MeasureFamily(
     figures=lambda p, roles: figure_directions(
         p.columns or [*roles.quasi_identifiers, *roles.sensitive]),
     needs=("original",),
+    reads=("control",),
     fits_models=True,
     start_up=partial(start_models, "sklearn.linear_model"),
     axis="utility",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ import pytest
 import yaml
 
 from riskcore.errors import RiskgateError
-from tests.conftest import ROOT, unprivileged, wait_for_paused_run
+from tests.conftest import ROOT, runs_as_another_user, unprivileged, wait_for_paused_run
 
 RISKGATE = [sys.executable, "-m", "riskgate.flows.cli"]
 
@@ -109,9 +110,12 @@ def ops(prefect_server, s3, tmp_path_factory):
         for old in signers:
             old.terminate()
             old.wait(timeout=30)
+        # it serves the worker's user alone, on a socket of the worker's group (0660)
+        worker_user = ["--allow-user", "nobody", "--socket-group", "nogroup"] \
+            if runs_as_another_user() else ["--allow-user", str(os.getuid())]
         cmd = RISKGATE + ["signer", "--key", str(keys / "riskgate-signing.key"),
                           "--socket", str(sockets / "signer.sock"),
-                          "--log", str(root / "signatures.jsonl")]
+                          "--log", str(root / "signatures.jsonl"), *worker_user]
         for url in (*SIGNED_CONFIGS, *extra):
             cmd += ["--config", url]
         signer = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE,

@@ -221,6 +221,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=_figures,
     needs=("original",),
+    reads=("control",),
     start_up=warm,
     check=_check,
     alarm=attack_alarm,

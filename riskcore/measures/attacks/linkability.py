@@ -180,6 +180,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=lambda p, roles: attack_figures(),
     needs=("original",),
+    reads=("control",),
     start_up=warm,
     check=_check,
     alarm=attack_alarm,

@@ -660,6 +660,7 @@ FAMILY = MeasureFamily(
     run=_run,
     figures=lambda p, roles: attack_figures(),
     needs=("original",),
+    reads=("control",),
     start_up=_start_up,
     check=_check,
     alarm=attack_alarm,

@@ -234,6 +234,10 @@ def _parse_csv(text: str | None, name: str, shown: str, na_values: Sequence[str]
     first_line = (data if end_b < 0 else data[:end_b]).decode("utf-8").rstrip("\r")
     if not first_line.strip():
         raise InputError(f"{what}: '{shown}' has no header line; add column names")
+    if first_line.count('"') % 2:  # a quoted name goes on past the line's end
+        raise InputError(f"{what}: '{shown}' has a column name that holds a line break (a "
+                         "quoted name runs past the header line); rename the column (names "
+                         "are written into configs, logs and reports)")
     if sep is None:
         counts = {s: first_line.count(s) for s in (",", ";", "\t", "|")}
         sep = max(counts, key=lambda s: counts[s]) if max(counts.values()) else ","
@@ -411,7 +415,7 @@ def _arrow_csv(data: bytes, header: list[str], sep: str, na_values: Sequence[str
                 null_values=list(na_values),
                 strings_can_be_null=True, quoted_strings_can_be_null=True,
                 include_columns=include))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowKeyError, ValueError):
         return None
     if table.num_columns != len(include) or table.num_rows == 0:
         return None

@@ -19,7 +19,7 @@ from .roles import ColumnType, MissingPolicy, Roles
 
 __all__ = ["ColumnType", "EncodedColumn", "EncodedTable", "MissingPolicy", "NUMBER_PATTERN",
            "Roles", "check_columns", "distinct", "encode_table", "encode_tables", "infer_type",
-           "has_leading_zero", "infinite_rows", "looks_numeric", "map_distinct", "number_series",
+           "written_as_code", "infinite_rows", "looks_numeric", "map_distinct", "number_series",
            "numeric_values"]
 
 
@@ -30,10 +30,13 @@ _SPACE = "[ \\t\\n\\r\\f\\v]*"
 NUMBER_PATTERN = (f"^{_SPACE}[-+]?(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
                   f"{_SPACE}$")
 _NUMBER = re.compile(NUMBER_PATTERN)
-#: a number written with a leading zero ("007", "01000", "-05") is a code, not a quantity:
-#: its column is text, and "01000" never equals "1000" ("0", "0.5" and "0e3" are numbers)
-LEADING_ZERO_PATTERN = f"^{_SPACE}[-+]?0[0-9]"
-_LEADING_ZERO = re.compile(LEADING_ZERO_PATTERN)
+#: a number written as a code, not a quantity, makes its column text: with a leading zero
+#: ("007", "01000", "-05": "01000" never equals "1000"; "0", "0.5" and "0e3" are numbers),
+#: with an explicit plus sign ("+1000" is not "1000": phone and account codes), or a whole
+#: number of 16 digits or more (cards, identifiers; beyond 2**53 a float would merge
+#: neighbours and raise k)
+CODE_PATTERN = f"^{_SPACE}(?:[-+]?0[0-9]|[+]|-?[0-9]{{16,}}{_SPACE}$)"
+_CODE = re.compile(CODE_PATTERN)
 
 
 def distinct(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
@@ -164,8 +167,8 @@ def used_values(series: pd.Series) -> pd.Index:
 
 def looks_numeric(series: pd.Series) -> bool:
     """True when every non-missing cell of a column is a number (numeric dtype, or text that
-    matches :data:`NUMBER_PATTERN` without a leading zero: ``007`` is a code); each distinct
-    value is tested once."""
+    matches :data:`NUMBER_PATTERN` with no value written as a code, :data:`CODE_PATTERN`:
+    ``007``, ``+1000`` and 16-digit numbers are codes); each distinct value is tested once."""
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return True
     values = used_values(series)
@@ -173,17 +176,18 @@ def looks_numeric(series: pd.Series) -> bool:
         return False
     text = _as_text(values, series.dtype)
     return bool(text.str.match(_NUMBER).all()) and not bool(
-        text.str.match(_LEADING_ZERO).any())
+        text.str.match(_CODE).any())
 
 
-def has_leading_zero(series: pd.Series) -> bool:
-    """True when some cell of a text column is a number written with a leading zero (a code:
-    :data:`LEADING_ZERO_PATTERN`); typed numbers have none."""
+def written_as_code(series: pd.Series) -> bool:
+    """True when some cell of a text column is a number written as a code
+    (:data:`CODE_PATTERN`: a leading zero, a plus sign, 16 digits or more); typed numbers
+    are never codes (their identity is exact: :func:`exact_integer_codes`)."""
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return False
     values = used_values(series)
     return bool(len(values)) and bool(
-        _as_text(values, series.dtype).str.match(_LEADING_ZERO).any())
+        _as_text(values, series.dtype).str.match(_CODE).any())
 
 
 def _as_text(values: pd.Index, dtype: object) -> pd.Series:

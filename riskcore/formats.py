@@ -12,7 +12,7 @@ column that had a missing value, while the original writes ``1``; a spreadsheet 
 * **Number formats** (:func:`canonical_numbers`): a categorical column whose values are
   numbers in every table compares by numeric value (``1.0`` is ``1``, ``1.50`` is ``1.5``);
   a number written with a leading zero (``007``) is a code, so its column stays text and
-  ``01000`` never equals ``1000`` (:data:`riskcore.data.LEADING_ZERO_PATTERN`).
+  ``01000`` never equals ``1000`` (:data:`riskcore.data.CODE_PATTERN`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .data import NUMBER_PATTERN, distinct, has_leading_zero, map_distinct, used_values
+from .data import NUMBER_PATTERN, distinct, written_as_code, map_distinct, used_values
 from .errors import InputError
 from .roles import ColumnType
 
@@ -188,10 +188,11 @@ def canonical_numbers(frames: Mapping[str, pd.DataFrame], columns: Sequence[str]
         if not present:
             continue
         typ = types.get(col)
-        if any(has_leading_zero(s) for s in present.values()):
+        if any(written_as_code(s) for s in present.values()):
             formats[col] = ColumnFormat(col, ColumnType.CATEGORICAL.value,
-                                        "codes: values written with a leading zero are text "
-                                        "('01000' is not '1000')")
+                                        "codes: values written as codes (a leading zero, a "
+                                        "plus sign, 16 digits or more) are text ('01000' is "
+                                        "not '1000', '+1000' not '1000')")
             continue
         if typ is not ColumnType.CATEGORICAL or not all(_all_numbers(s)
                                                         for s in present.values()):

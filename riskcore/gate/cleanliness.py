@@ -28,7 +28,7 @@ from ..data import (
     ColumnType,
     Roles,
     distinct,
-    has_leading_zero,
+    written_as_code,
     infinite_rows,
     looks_numeric,
     map_distinct,
@@ -145,7 +145,7 @@ def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str
             s = ref[col]
             if pd.api.types.is_bool_dtype(s.dtype):
                 types[col] = ColumnType.BOOLEAN
-            elif looks_numeric(s) and not any(has_leading_zero(df[col])
+            elif looks_numeric(s) and not any(written_as_code(df[col])
                                               for df in frames.values() if col in df.columns):
                 types[col] = ColumnType.CONTINUOUS
             else:

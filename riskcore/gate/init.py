@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..data import NUMBER_PATTERN, has_leading_zero, looks_numeric, used_values
+from ..data import NUMBER_PATTERN, written_as_code, looks_numeric, used_values
 from ..equivalence import exact_matches
 from ..generalization import parse_interval
 from .trigger import RELEASE_ID_PATTERN
@@ -180,7 +180,7 @@ def profile_column(name: str, original: pd.Series | None, released: pd.Series | 
         name=name, in_original=original is not None, in_released=released is not None,
         numeric=numeric, distinct=distinct,
         missing_share=float(cleaned[0].isna().mean()), markers=markers,
-        leading_zeros=any(has_leading_zero(s) for s in present), kept_values=kept,
+        leading_zeros=any(written_as_code(s) for s in present), kept_values=kept,
         generalized=generalized, whole=whole, uniqueness=distinct / n, lost_values=lost)
 
 

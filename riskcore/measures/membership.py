@@ -118,6 +118,11 @@ ALARM_AUC = 0.75
 RECORDS = "membership_scores"
 
 
+#: the largest epsilon a claim may state: beyond it the claim bounds nothing observable, and
+#: e**epsilon overflows
+MAX_CLAIMED_EPSILON = 100.0
+
+
 class MembershipParams(Params):
     """Parameters of ``membership``."""
 
@@ -142,8 +147,10 @@ class MembershipParams(Params):
     delta: float = Field(DEFAULT_DELTA, ge=0, lt=0.5, description="the delta of the "
                          "(epsilon, delta) the audit bounds (set it to the claim's)")
     claimed_epsilon: float | None = Field(
-        None, ge=0, description="the epsilon the release is said to be differentially private "
-                                "at: a measured lower bound above it fails the gate")
+        None, ge=0, le=MAX_CLAIMED_EPSILON,
+        description="the epsilon the release is said to be differentially private at: a "
+                    "measured lower bound above it fails the gate (at most 100: e^100 bounds "
+                    "no likelihood ratio a test could ever observe)")
     column_fields = ("columns",)
 
 

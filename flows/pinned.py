@@ -19,11 +19,17 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from riskcore.errors import ConfigError
+from riskcore.errors import ConfigError, RiskgateError
 from riskcore.gate.config import Gate
-from riskcore.gate.trigger import MAX_MANIFEST_BYTES, TriggerPayload, parse_manifest
+from riskcore.gate.trigger import (
+    MAX_MANIFEST_BYTES,
+    RELEASE_ID_PATTERN,
+    TriggerPayload,
+    folder_release_id,
+    parse_manifest,
+)
 from riskcore.redact import redact_text
-from riskcore.storage import read_bytes, under_prefix
+from riskcore.storage import exists, join_url, read_bytes, under_prefix, write_bytes
 
 from .names import CONFIG_TAG_PREFIX, NIGHTLY_CONFIG_VARIABLE, TRIGGER_CONFIG_VARIABLE
 
@@ -101,33 +107,82 @@ def check_deployed(gate: Gate) -> None:
 def read_manifest(manifest: Mapping[str, Any], pinned: Gate,
                   options: Mapping[str, Any]) -> tuple[TriggerPayload, dict[str, Any]]:
     """The payload of the release manifest a ``watch-releases`` run found, and what the
-    decision records of it. ConfigError when the manifest lies outside every released
-    prefix, changed since it was found, or breaks the trigger contract."""
+    decision records of it. ManifestRefused (filed under the release id the manifest names,
+    else under its folder's path: where the pipeline looks) when the manifest lies outside
+    every released prefix, cannot be read, is larger than a manifest, changed since it was
+    found, breaks the trigger contract, or names a release id another folder's manifests
+    filed first (:func:`bind_release_id`)."""
     url = str(manifest.get("url") or "")
     expected = str(manifest.get("sha256") or "")
     rules = pinned.config.trigger
+    context: dict[str, Any] = {"trigger": {"manifest": redact_text(url)[:500]}}
+    fallback = folder_release_id(url)
     if not any(under_prefix(url, p) for p in rules.released_prefixes):
-        raise ConfigError(f"release manifest '{redact_text(url)[:200]}' lies outside every "
-                          f"trigger.released_prefixes of the config {pinned.source}")
-    blob = read_bytes(url, options, max_bytes=MAX_MANIFEST_BYTES, what="release manifest",
-                      too_large="a manifest names a few files")
+        raise ManifestRefused(f"release manifest '{redact_text(url)[:200]}' lies outside every "
+                              f"trigger.released_prefixes of the config {pinned.source}",
+                              fallback, context)
+    try:
+        blob = read_bytes(url, options, max_bytes=MAX_MANIFEST_BYTES, what="release manifest",
+                          too_large="a manifest names a few files")
+    except RiskgateError as exc:
+        raise ManifestRefused(str(exc), fallback, context) from None
     found = hashlib.sha256(blob.data).hexdigest()
-    if found != expected:
-        raise ConfigError(f"release manifest '{blob.url}' changed since it was found (sha256 "
-                          f"{found[:16]}..., found as {expected[:16]}...): a new manifest is "
-                          "gated on its own")
     context = {"trigger": {"manifest": blob.url, "manifest_sha256": found}}
+    named = _named_release(blob.data) or fallback
+    if found != expected:
+        raise ManifestRefused(f"release manifest '{blob.url}' changed since it was found "
+                              f"(sha256 {found[:16]}..., found as {expected[:16]}...): a new "
+                              "manifest is gated on its own", named, context)
     try:
         payload = parse_manifest(blob.data, url, rules, pinned.source)
-    except ConfigError as exc:  # refused: its ERROR is filed under the release it names,
-        raise ManifestRefused(str(exc), _named_release(blob.data), context) from None
+    except ConfigError as exc:
+        raise ManifestRefused(str(exc), named, context) from None
+    try:
+        bind_release_id(payload.release_id, url, pinned, options)
+    except ConfigError as exc:  # filed under the folder: the id is another folder's
+        raise ManifestRefused(str(exc), fallback, context) from None
     return payload, context
 
 
+#: where the output store records which folder's manifests a release id belongs to
+BINDINGS = "_manifests/release-ids"
+
+
+def bind_release_id(release_id: str, manifest_url: str, pinned: Gate,
+                    options: Mapping[str, Any]) -> None:
+    """A release id belongs to the folder whose manifest named it first: recorded in the
+    output store (``_manifests/release-ids/<id>.json``), and a manifest in another folder that
+    names it is refused (ConfigError). A pipeline with write access to its own prefix then
+    files runs under its own releases only: it cannot add decoy runs to another release's
+    lineage, nor make another release's history say what it chose."""
+    import json
+    from datetime import UTC, datetime
+
+    folder = manifest_url.rsplit("/", 1)[0] + "/"
+    url = join_url(pinned.config.output_url, BINDINGS, f"{release_id}.json")
+    if exists(url, options, what="output_url"):
+        try:
+            bound = json.loads(read_bytes(url, options, max_bytes=1 << 16,
+                                          what="release id binding").data)
+        except (RiskgateError, ValueError):
+            bound = {}
+        owner = str(bound.get("folder") or "") if isinstance(bound, dict) else ""
+        if owner != folder:
+            raise ConfigError(
+                f"release id '{release_id}' belongs to the manifests of '{redact_text(owner)}' "
+                f"(the first to name it); a manifest in '{redact_text(folder)}' may not file "
+                "runs under it: name a release id of its own")
+        return
+    write_bytes(url, json.dumps({"release_id": release_id, "folder": folder,
+                                 "bound_at": datetime.now(UTC).isoformat(timespec="seconds")},
+                                indent=2).encode("utf-8"), options)
+
+
 class ManifestRefused(ConfigError):
-    """A release manifest that breaks the trigger contract: the release id it names (checked
-    by the caller before use) and what the decision records of the manifest, so that its
-    ERROR is found where the pipeline looks (``riskgate history <its release id>``)."""
+    """A release manifest that breaks the trigger contract: the release id its refusal is
+    filed under (the one it names, checked by the caller, else its folder's path) and what the
+    decision records of the manifest, so that its ERROR is found where the pipeline looks
+    (``riskgate history <that id>``)."""
 
     def __init__(self, message: str, release_id: str, context: dict[str, Any]) -> None:
         super().__init__(message)
@@ -136,12 +191,15 @@ class ManifestRefused(ConfigError):
 
 
 def _named_release(raw: bytes) -> str:
-    """The ``release_id`` a manifest's JSON names, or '' (never raises)."""
-    import json
+    """The ``release_id`` a manifest's JSON names when it is a valid one, or '' (never
+    raises: deep nesting and bad JSON included)."""
+    import re
+
+    from riskcore.signing import strict_json
 
     try:
-        doc = json.loads(raw)
+        doc = strict_json(raw)
     except ValueError:
         return ""
     value = doc.get("release_id") if isinstance(doc, dict) else None
-    return value if isinstance(value, str) else ""
+    return value if isinstance(value, str) and re.match(RELEASE_ID_PATTERN, value) else ""

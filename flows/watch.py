@@ -24,9 +24,9 @@ from prefect import flow, get_run_logger
 
 from riskcore.errors import RiskgateError
 from riskcore.gate.config import Gate, load_gate
-from riskcore.gate.trigger import MANIFEST_NAME, MAX_MANIFEST_BYTES
+from riskcore.gate.trigger import MANIFEST_NAME
 from riskcore.redact import install_log_redaction, redact_text
-from riskcore.storage import exists, filesystem, join_url, read_bytes, under_prefix, write_bytes
+from riskcore.storage import exists, filesystem, join_url, under_prefix, write_bytes
 from riskgate.tasks.io import resolve_storage_options
 
 from .pinned import check_deployed, pinned_config_url
@@ -65,6 +65,30 @@ def find_manifests(prefix: str, options: dict[str, Any]) -> list[str]:
         if under_prefix(url, prefix):
             urls.append(url)
     return sorted(urls)
+
+
+#: the most of a manifest's bytes the watcher hashes (a larger file is refused by its run)
+HASHED_BYTES = 16 << 20
+
+
+def manifest_sha256(url: str, options: dict[str, Any]) -> str:
+    """The SHA-256 of a manifest's bytes, read in chunks (a manifest over the size a run reads
+    is hashed too, so that its run can refuse it by name; beyond :data:`HASHED_BYTES` the
+    file's size stands for the rest)."""
+    fs, path = filesystem(url, options)
+    digest = hashlib.sha256()
+    try:
+        with fs.open(path, "rb") as fh:
+            read = 0
+            while read < HASHED_BYTES and (chunk := fh.read(1 << 20)):
+                digest.update(chunk)
+                read += len(chunk)
+            if read >= HASHED_BYTES:
+                digest.update(str(fs.size(path)).encode())
+    except Exception as exc:
+        raise RiskgateError(f"cannot read '{redact_text(url)}': "
+                            f"{redact_text(str(exc))[:200]}") from None
+    return digest.hexdigest()
 
 
 def marker_url(gate: Gate, sha256: str) -> str:
@@ -110,23 +134,23 @@ def watch_releases(**refused: Any) -> dict[str, Any]:
                 summary["skipped"].append({"manifest": url, "why": "next look"})
                 continue
             try:
-                blob = read_bytes(url, options, max_bytes=MAX_MANIFEST_BYTES,
-                                  what="release manifest",
-                                  too_large="a manifest names a few files")
+                sha = manifest_sha256(url, options)
             except RiskgateError as exc:
                 log.warning("manifest %s not read: %s", url, exc)
                 summary["skipped"].append({"manifest": url, "why": str(exc)[:200]})
                 continue
-            sha = hashlib.sha256(blob.data).hexdigest()
             marker = marker_url(gate, sha)
             if exists(marker, options, what="output_url"):
                 continue
+            # every manifest found gets its run: one the gate refuses (too large, not JSON)
+            # files its ERROR where the pipeline looks, never nothing
             run_id = start_gate(url, sha)
+            shown = redact_text(url)
             write_bytes(marker, json.dumps({
-                "manifest": blob.url, "sha256": sha, "flow_run_id": run_id,
+                "manifest": shown, "sha256": sha, "flow_run_id": run_id,
                 "started_at": datetime.now(UTC).isoformat(timespec="seconds")},
                 indent=2).encode("utf-8"), options, overwrite=True)
-            log.info("manifest %s (sha256 %s...): gate run %s started", blob.url, sha[:16],
+            log.info("manifest %s (sha256 %s...): gate run %s started", shown, sha[:16],
                      run_id)
-            summary["started"].append({"manifest": blob.url, "sha256": sha, "run": run_id})
+            summary["started"].append({"manifest": shown, "sha256": sha, "run": run_id})
     return summary

@@ -2,12 +2,16 @@
 
 An earlier release is one of the gate's own earlier decisions: listed by URL under
 ``composition.earlier``, or found as the APPROVED runs of the release ids under
-``composition.lineage`` in the output store (newest first, at most ``max_releases``). Each
-decision is read strictly; with ``composition.public_key`` its signature must verify; its
-released table (and, for releases of new rows, its original) is read again with the
-decision's own config and must have the SHA-256 the decision recorded. Whatever fails is kept
-with its reason: the family then reports insufficient evidence naming it, never a figure that
-silently left a release out.
+``composition.lineage`` in the output store (newest first; runs that approved the same
+released file count once). Each decision is read strictly and its signature must verify,
+under ``composition.public_key`` or, by default, the key of the signer this gate signs with:
+a decision taken on its word (a hand-made one pointing at a harmless file with its SHA-256)
+is never composed. Its released table (and, for releases of new rows, its original) is read
+again with the decision's own config and must have the SHA-256 the decision recorded.
+Whatever fails is kept with its reason, and more earlier releases than ``max_releases`` is
+itself a reason: the family then reports insufficient evidence naming it, never a figure
+that silently left a release out (a flood of harmless approved runs cannot push the real
+earlier release out of the window).
 """
 
 from __future__ import annotations
@@ -88,10 +92,12 @@ def earlier_decisions(params: CompositionParams, gate: Gate, options: Mapping[st
                       run_id: str, notes: list[str] | None = None
                       ) -> list[tuple[str, str, bytes | None, str | None]]:
     """(name, decision URL, its bytes or None, why not) of every earlier release: the
-    explicit URLs first, then the newest APPROVED runs of the lineage release ids (this run
-    excluded), at most ``max_releases`` in all. A lineage id with no run at all in the output
-    store is an entry that cannot be used (a misspelt id must not pass for a first release); one
-    whose runs were none APPROVED published nothing, said in ``notes``."""
+    explicit URLs first, then the APPROVED runs of the lineage release ids (this run
+    excluded), newest first, one per released file (:func:`one_per_file`). A lineage id with
+    no run at all in the output store is an entry that cannot be used (a misspelt id must not
+    pass for a first release); one whose runs were none APPROVED published nothing, said in
+    ``notes``. More than ``max_releases`` in all is an entry that cannot be used either: none
+    is left out in silence."""
     out: list[tuple[str, str, bytes | None, str | None]] = []
     for url in params.earlier:
         try:
@@ -122,13 +128,50 @@ def earlier_decisions(params: CompositionParams, gate: Gate, options: Mapping[st
             except (OSError, StorageError) as exc:
                 out.append((url, url, None, f"its decision cannot be read: "
                             f"{redact_text(str(exc))[:200]}"))
-    return out[:params.max_releases]
+    out = one_per_file(out)
+    if len(out) > params.max_releases:
+        names = ", ".join(name for name, *_ in out[params.max_releases:][:5])
+        out = out[:params.max_releases] + [(
+            "earlier releases", join_url(gate.config.output_url), None,
+            f"{len(out)} earlier releases were published, more than composition.max_releases "
+            f"({params.max_releases}); the oldest ({names}...) would be left out: raise "
+            "max_releases (up to 64) so that every one is composed")]
+    return out
+
+
+def one_per_file(entries: list[tuple[str, str, bytes | None, str | None]]
+                 ) -> list[tuple[str, str, bytes | None, str | None]]:
+    """The entries with one decision per released file (by the SHA-256 it records): a file
+    approved again (a nightly re-check, a re-run) is one earlier release, the newest decision
+    standing for it. Entries that cannot be read stay, each with its reason."""
+    import json
+
+    seen: set[str] = set()
+    out = []
+    for entry in entries:
+        raw = entry[2]
+        sha = None
+        if raw is not None:
+            try:
+                doc = json.loads(raw)
+                sha = next((str(i.get("sha256")) for i in doc.get("inputs") or []
+                            if isinstance(i, dict) and i.get("name") == "released"), None)
+            except (ValueError, AttributeError, TypeError, RecursionError):
+                sha = None
+        if sha is not None and sha in seen:
+            continue
+        if sha is not None:
+            seen.add(sha)
+        out.append(entry)
+    return out
 
 
 def load_lineage(gate: Gate, frames: Mapping[str, pd.DataFrame], options: Mapping[str, Any],
-                 run_id: str) -> Lineage | None:
+                 run_id: str, signer_pem: bytes | None = None) -> Lineage | None:
     """The :class:`Lineage` of this run for the ``composition`` family (None when the gate
-    does not run it, or its tables are partitions)."""
+    does not run it, or its tables are partitions). ``signer_pem``: the public key of the
+    signer this gate signs with, under which earlier decisions must verify when
+    ``composition.public_key`` names none."""
     from ..signing import SIGNATURE_SUFFIX, VerificationFailed, check_signature, read_decision
 
     if "composition" not in gate.measures:
@@ -137,11 +180,15 @@ def load_lineage(gate: Gate, frames: Mapping[str, pd.DataFrame], options: Mappin
         return None
     params = gate.measures["composition"]
     assert isinstance(params, CompositionParams)
-    public_pem = None
-    key_reason = None
+    public_pem = signer_pem or None
+    key_reason = None if public_pem else (
+        "its decision cannot be verified: earlier decisions are composed only when their "
+        "signature verifies; set composition.public_key (riskgate-signing.pub), or run the gate "
+        "with its signer (RISKGATE_SIGNER_SOCKET or RISKGATE_SIGNING_KEY)")
     if params.public_key:
         try:
             public_pem = _read_bytes(params.public_key, options, 1 << 16)
+            key_reason = None
         except (OSError, StorageError) as exc:
             key_reason = (f"composition.public_key ({params.public_key}) cannot be read: "
                           f"{redact_text(str(exc))[:200]}")
@@ -163,14 +210,13 @@ def load_lineage(gate: Gate, frames: Mapping[str, pd.DataFrame], options: Mappin
         if why is None and raw is not None:
             try:
                 doc = read_decision(raw)
-                signature = None
-                if public_pem is not None:
-                    try:
-                        signature = _read_bytes(url + SIGNATURE_SUFFIX, options, 1 << 16)
-                    except (OSError, StorageError):
-                        signature = None
-                    check_signature(doc, signature, public_pem)
-                    meta["signature"] = "verified"
+                assert public_pem is not None  # key_reason is set otherwise
+                try:
+                    signature = _read_bytes(url + SIGNATURE_SUFFIX, options, 1 << 16)
+                except (OSError, StorageError):
+                    signature = None
+                check_signature(doc, signature, public_pem)
+                meta["signature"] = "verified"
             except VerificationFailed as exc:
                 why = f"its decision does not verify: {exc}"
             except InputError as exc:

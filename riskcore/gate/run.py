@@ -637,8 +637,9 @@ def _sequence(run: _Run) -> Decision:
                 if isinstance(df, pd.DataFrame)) >= COLLECT_ABOVE_BYTES
     custodian_lineage = None
     if "composition" in gate.measures:  # the earlier releases, read beside this one's frames
+        signer_pem = getattr(run.signer, "public_pem", None)
         lineage = run.timed("lineage", lambda: load_lineage(gate, frames, run.options,
-                                                            run.run_id))
+                                                            run.run_id, signer_pem))
         object.__setattr__(inputs, "lineage", lineage)
         if lineage is not None and frames.get("custodian_control") is not None:
             custodian_lineage = replace(lineage, control=frames["custodian_control"])

@@ -128,6 +128,18 @@ def parse_payload(payload: Any, event_id: str | None = None, rules: Any = None,
 
 #: the manifest a pipeline writes beside its release
 MANIFEST_NAME = "release.json"
+
+
+def folder_release_id(url: str) -> str:
+    """The release id a manifest's refusal is filed under when the manifest names none that
+    can be read: its folder's path, bucket included, with '-' for '/' (``s3://releases/
+    census/v2/release.json`` -> ``releases-census-v2``): what ``riskgate history`` finds."""
+    import re
+
+    folder = url.split("://", 1)[-1].rsplit("/", 1)[0]
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", folder).strip("-._")
+    slug = slug[-128:].lstrip("-._") or "manifest"
+    return slug if re.match(RELEASE_ID_PATTERN, slug) else "manifest"
 #: a manifest larger than this is refused unread (it names a few files)
 MAX_MANIFEST_BYTES = 64 * 1024
 #: a manifest's keys that name files beside it
@@ -151,8 +163,8 @@ def parse_manifest(raw: bytes, url: str, rules: Any = None,
         doc = strict_json(raw)
     except DuplicateKey as exc:
         raise ConfigError(f"{where} names the key '{exc}' twice; keep one") from None
-    except ValueError:
-        raise ConfigError(f"{where} is not JSON; write {{\"release_id\": ..., "
+    except ValueError as exc:
+        raise ConfigError(f"{where} is not JSON ({exc}); write {{\"release_id\": ..., "
                           "\"released\": \"<file beside it>\"}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{where} must hold a JSON object with release_id and released")

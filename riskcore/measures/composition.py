@@ -30,7 +30,18 @@ attribute, worst over them:
 * ``m_invariance_violations``: the share of those records whose class's set of sensitive
   values differs between the new release and an earlier one (m-invariance requires it fixed);
 * the same of the new release alone (``pvp_1_alone``, ``pvp_c_alone``, ``l_min_alone``,
-  ``k_min_alone``), so that what the earlier releases add shows.
+  ``k_min_alone``), so that what the earlier releases add shows;
+* the **difference** of two releases in the same domain (every quasi-identifier's labels the
+  same in both: the same generalization) that share most of their rows (at least 90 % of the
+  smaller one's, as a re-publication of grown data does): the records one release holds and
+  the other lacks
+  are what a person added or removed between them became, and an adversary who knows that
+  someone was added finds them among those few rows. Per sensitive attribute,
+  ``difference_records`` (records added plus removed), ``difference_pvp_1`` (the share of
+  them whose class among the added, or the removed, records holds one sensitive value: the
+  person's value is certain) and ``difference_l_min`` (the fewest distinct values in such a
+  class). ``pvp_1`` is the worse of the intersection's and the difference's: a release that
+  adds one person to an approved one has pvp_1 1 whatever its classes are.
 
 **Releases of new rows** (synthetic data). The intersection has no meaning; what composes is
 membership: a record added to the original between two releases is told apart by comparing
@@ -67,13 +78,19 @@ DEFAULT_CONFIDENCE = 0.9
 #: per-record output: original row and its smallest composed set size
 RECORDS = "composition_sets"
 FIGURES = ("pvp_1", "pvp_c", "composed_l_min", "composed_k_min", "m_invariance_violations",
-           "pvp_1_alone", "pvp_c_alone", "l_min_alone", "k_min_alone", "differencing_auc",
-           "n_earlier")
+           "pvp_1_alone", "pvp_c_alone", "l_min_alone", "k_min_alone", "difference_records",
+           "difference_pvp_1", "difference_l_min", "differencing_auc", "n_earlier")
 #: per sensitive attribute, the counts behind the shares (in the details)
 COUNTS = ("n_both", "n_disclosed", "n_disclosed_alone")
 #: figures where a higher value is safer
 SAFER_HIGHER = ("composed_l_min", "composed_k_min", "l_min_alone", "k_min_alone",
-                "n_earlier")
+                "difference_l_min", "n_earlier")
+#: two releases share a domain when every quasi-identifier's labels agree this much (Jaccard)
+SAME_DOMAIN = 0.9
+#: ... and are a re-publication (a few records added or removed) when they share this share
+#: of the smaller one's rows; otherwise (another suppression, another sample) the rows that
+#: differ are not people who came or went, and the intersection figures judge them
+SHARED_ROWS = 0.9
 
 
 class CompositionParams(Params):
@@ -315,6 +332,64 @@ def _figures(views: Sequence[Candidates], confidence: float) -> dict[str, Any]:
     }
 
 
+def same_domain(new: ReleaseTables, earlier: ReleaseTables) -> list[str] | None:
+    """The quasi-identifiers two releases both show when they are in the same domain (each
+    column's set of labels agrees within :data:`SAME_DOMAIN`), else None."""
+    cols = [c for c in new.quasi_identifiers if c in earlier.quasi_identifiers
+            and c in new.released.columns and c in earlier.released.columns]
+    if not cols:
+        return None
+    for c in cols:
+        a = set(pd.unique(_text(new.released[c])).tolist())
+        b = set(pd.unique(_text(earlier.released[c])).tolist())
+        if len(a & b) < SAME_DOMAIN * max(len(a | b), 1):
+            return None
+    return cols
+
+
+def difference(new: ReleaseTables, earlier: ReleaseTables, sensitive: str
+               ) -> dict[str, Any] | None:
+    """What the difference of two releases in the same domain discloses of ``sensitive`` (see
+    the module doc): None when they are not in the same domain or one lacks the column."""
+    cols = same_domain(new, earlier)
+    if cols is None or sensitive not in new.released.columns or \
+            sensitive not in earlier.released.columns:
+        return None
+    tokens = set(new.tokens) | set(earlier.tokens)
+    both = [_joint_codes([new.released[c], earlier.released[c]], tokens)[0]
+            for c in [*cols, sensitive]]
+    n_new = len(new.released)
+    rows = np.column_stack([np.concatenate(parts) for parts in both])
+    ids, u = group_rows(rows)
+    count_new = np.bincount(ids[:n_new], minlength=u)
+    count_old = np.bincount(ids[n_new:], minlength=u)
+    if np.minimum(count_new, count_old).sum() < SHARED_ROWS * min(n_new, ids.size - n_new):
+        return None
+    first = np.zeros(u, dtype=np.int64)
+    first[ids[::-1]] = np.arange(ids.size)[::-1]
+    sens_text = _text(pd.concat([new.released[sensitive], earlier.released[sensitive]],
+                                ignore_index=True))
+    sens_ok = pd.notna(sens_text) & ~np.isin(sens_text, list(tokens))
+    records, disclosed, l_min = 0, 0, None
+    for delta in (count_new - count_old, count_old - count_new):  # added, then removed
+        keep = np.flatnonzero(delta > 0)
+        if keep.size == 0:
+            continue
+        rep = first[keep]
+        klass, _ = group_rows(rows[rep][:, :-1])
+        frame = pd.DataFrame({"klass": klass, "value": rows[rep][:, -1],
+                              "count": delta[keep], "shown": sens_ok[rep]})
+        distinct = frame[frame["shown"]].groupby("klass")["value"].nunique()
+        per = distinct.reindex(range(int(klass.max()) + 1), fill_value=0).to_numpy()
+        certain = (per[klass] == 1) & frame["shown"].to_numpy()
+        records += int(frame["count"].sum())
+        disclosed += int(frame["count"].to_numpy()[certain].sum())
+        shown = per[per > 0]
+        if shown.size:
+            l_min = int(shown.min()) if l_min is None else min(l_min, int(shown.min()))
+    return {"records": records, "disclosed": disclosed, "l_min": l_min}
+
+
 def compose(lineage: Lineage, confidence: float = DEFAULT_CONFIDENCE
             ) -> tuple[dict[str, Any], dict[str, Any], np.ndarray]:
     """The composition figures of a kept-rows release (see the module doc): top-level figures
@@ -339,6 +414,14 @@ def compose(lineage: Lineage, confidence: float = DEFAULT_CONFIDENCE
         counts[s] = {k: f.pop(k) for k in COUNTS}
         smallest = np.where(size >= 0, np.minimum(smallest, size), smallest)
         found_any |= size >= 0
+        diffs = [d for d in (difference(lineage.new, e, s) for e in usable) if d is not None]
+        f["difference_records"] = max((d["records"] for d in diffs), default=None)
+        shares = [d["disclosed"] / d["records"] for d in diffs if d["records"]]
+        f["difference_pvp_1"] = max(shares, default=0.0 if diffs else None)
+        lows = [d["l_min"] for d in diffs if d["l_min"] is not None]
+        f["difference_l_min"] = min(lows) if lows else None
+        if f["difference_pvp_1"]:
+            f["pvp_1"] = max(f["pvp_1"], f["difference_pvp_1"])
         for k, v in f.items():
             figures[f"{s}.{k}"] = v
         for e, view in zip(usable, views[1:]):
@@ -348,10 +431,12 @@ def compose(lineage: Lineage, confidence: float = DEFAULT_CONFIDENCE
                 "pvp_1", "pvp_c", "composed_l_min", "m_invariance_violations", "n_both",
                 "n_disclosed")}, "pvp_1_earlier_alone": alone["pvp_1_alone"]}
     worst: dict[str, Any] = {}
-    for k in ("pvp_1", "pvp_c", "m_invariance_violations", "pvp_1_alone", "pvp_c_alone"):
-        vals = [figures[f"{s}.{k}"] for s in sensitive]
+    for k in ("pvp_1", "pvp_c", "m_invariance_violations", "pvp_1_alone", "pvp_c_alone",
+              "difference_records", "difference_pvp_1"):
+        vals = [figures[f"{s}.{k}"] for s in sensitive if figures[f"{s}.{k}"] is not None]
         worst[k] = max(vals) if vals else None
-    for k in ("composed_l_min", "composed_k_min", "l_min_alone", "k_min_alone"):
+    for k in ("composed_l_min", "composed_k_min", "l_min_alone", "k_min_alone",
+              "difference_l_min"):
         vals = [figures[f"{s}.{k}"] for s in sensitive if figures[f"{s}.{k}"] is not None]
         worst[k] = min(vals) if vals else None
     figures.update(worst)

@@ -37,19 +37,26 @@ def files(tmp_path_factory) -> dict[str, Path]:
     second = published.assign(region=published["region"].map(hierarchy))
     first.to_csv(folder / "first.csv", index=False)
     second.to_csv(folder / "second.csv", index=False)
+    from riskcore.signing import keygen
+
+    key, _ = keygen(folder / "keys")  # the gate signs; earlier decisions verify under its key
     return {**paths, "first": folder / "first.csv", "second": folder / "second.csv",
-            "out": folder / "out"}
+            "out": folder / "out", "key": key}
 
 
 def _run(files: dict[str, Path], released: str, generalization: dict[str, Any],
-         measures: dict[str, Any], checks: list[str], run_id: str) -> Any:
+         measures: dict[str, Any], checks: list[str], run_id: str, signed: bool = True
+         ) -> Any:
+    from riskcore.signing import Signer
+
     cfg = {"release_id": "survey", "original": str(files["original"]),
            "released": str(files[released]), "output_url": str(files["out"]),
            "roles": {"quasi_identifiers": QIS, "sensitive": ["diagnosis"],
                      "direct_identifiers": ["person_id"], "types": {"age": "categorical"}},
            "generalization": generalization, "measures": measures,
            "policy": {"version": 1, "checks": checks}, "seed": 3}
-    return run_gate(load_gate(cfg), run_id, steps=LocalSteps())
+    signer = Signer.from_pem(files["key"].read_bytes(), "key") if signed else None
+    return run_gate(load_gate(cfg), run_id, steps=LocalSteps(), signer=signer)
 
 
 def _composition(outcome: Any) -> dict[str, Any]:
@@ -117,8 +124,46 @@ def test_an_unsigned_first_release_is_refused_when_a_key_is_required(files, tmp_
                    ["composition.pvp_1 <= 0.01"], "q4")
     result = _composition(outcome)
     assert result["status"] == "insufficient_evidence"
-    assert "unsigned" in result["reason"]
+    assert "wrong key" in result["reason"]  # signed, but not under the key given
     assert outcome.verdict != "APPROVED"
+
+
+def test_an_earlier_decision_is_never_taken_on_its_word(files, tmp_path):
+    """Without composition.public_key, earlier decisions verify under the gate's own signer's
+    key; a gate that signs nothing composes nothing (a hand-made decision pointing at a
+    harmless file would otherwise be believed)."""
+    here = {**files, "out": tmp_path / "out"}
+    first = _run(here, "first", FIRST, {"k_anonymity": {}}, ["k_anonymity.k >= 1"], "u1",
+                 signed=False)
+    assert first.verdict == "APPROVED"
+    gen = {"region": {"hierarchy": str(files["region_hierarchy"])}}
+    checks = ["composition.pvp_1 <= 0.01"]
+    signed = _composition(_run(here, "second", gen, {"composition": {"lineage": ["survey"]}},
+                               checks, "u2"))
+    assert signed["status"] == "insufficient_evidence" and "unsigned" in signed["reason"]
+    unsigned = _run(here, "second", gen, {"composition": {"lineage": ["survey"]}}, checks,
+                    "u3", signed=False)
+    result = _composition(unsigned)
+    assert result["status"] == "insufficient_evidence" and unsigned.verdict != "APPROVED"
+    assert "set composition.public_key" in result["reason"]
+
+
+def test_approved_runs_beyond_max_releases_are_never_dropped_in_silence(files, tmp_path):
+    """Decoys: harmless approved runs of other files under the lineage's id would push the
+    real earlier release out of the window; more than max_releases is insufficient evidence
+    naming it. The same file approved again counts once."""
+    here = {**files, "out": tmp_path / "out"}
+    gen = {"region": {"hierarchy": str(files["region_hierarchy"])}}
+    _run(here, "first", FIRST, {"k_anonymity": {}}, ["k_anonymity.k >= 1"], "real")
+    for i in range(3):  # the same file, approved three times: one release
+        _run(here, "second", gen, {"k_anonymity": {}}, ["k_anonymity.k >= 1"], f"again{i}")
+    ok = _composition(_run(here, "second", gen, {"composition": {
+        "lineage": ["survey"], "max_releases": 2}}, ["composition.pvp_1 <= 0.5"], "c1"))
+    assert ok["status"] == "ok" and ok["figures"]["n_earlier"] == 2, ok.get("reason")
+    flooded = _composition(_run(here, "second", gen, {"composition": {
+        "lineage": ["survey"], "max_releases": 1}}, ["composition.pvp_1 <= 0.5"], "c2"))
+    assert flooded["status"] == "insufficient_evidence"
+    assert "more than composition.max_releases (1)" in flooded["reason"]
 
 
 def test_the_first_release_of_a_lineage_is_measured_alone_and_a_misspelt_id_is_named(
@@ -153,3 +198,29 @@ def test_the_first_release_of_a_lineage_is_measured_alone_and_a_misspelt_id_is_n
     result = _composition(typo)
     assert result["status"] == "insufficient_evidence" and typo.verdict != "APPROVED"
     assert "no run of release 'survy' in the output store" in result["reason"]
+
+
+def test_a_release_that_adds_one_person_to_an_approved_one_discloses_them(files, tmp_path):
+    """A, then B = A plus one person, both in the same domain: the intersection finds nothing
+    new, but B minus A is that person's row, sensitive value included. The difference is
+    judged: pvp_1 1 (the one added record's value is certain), difference_records 1."""
+    here = {**files, "out": tmp_path / "out"}
+    rows = files["first"].read_text().splitlines(keepends=True)
+    (tmp_path / "a.csv").write_text("".join(rows[:-1]))  # every row but the last person
+    here["a"] = tmp_path / "a.csv"
+    first = _run(here, "a", FIRST, {"k_anonymity": {}}, ["k_anonymity.k >= 1"], "a1")
+    assert first.verdict == "APPROVED"
+    outcome = _run(here, "first", FIRST, {"composition": {"lineage": ["survey"]}},
+                   ["composition.pvp_1 <= 0.01"], "b1")
+    result = _composition(outcome)
+    assert result["status"] == "ok", result.get("reason")
+    figures = result["figures"]
+    assert figures["difference_records"] == 1
+    assert figures["difference_pvp_1"] == 1.0 and figures["pvp_1"] == 1.0
+    assert figures["difference_l_min"] == 1
+    assert outcome.verdict == "REJECTED"
+    # releases generalized differently (regions merged, ages exact) have no difference
+    other = _composition(_run(here, "second", {"region": {"hierarchy": str(
+        files["region_hierarchy"])}}, {"composition": {"lineage": ["survey"]}},
+        ["composition.pvp_1 <= 1"], "b2"))
+    assert other["status"] == "ok" and other["figures"]["difference_records"] is None

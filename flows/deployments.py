@@ -82,10 +82,11 @@ TRIGGER: dict[str, Any] = {
 }
 
 #: name -> definition (the keys of a prefect.yaml deployment); no gate deployment takes a
-#: config, an override or a policy: its rules are pinned by riskgate deploy. The server does
-#: not check a run's parameters against the flow's (enforce_parameter_schema: false): the
-#: flow takes any and ends ERROR naming each one it refuses (the server's check would call
-#: the flow's **refused a required property and start no run at all)
+#: config, an override or a policy: its rules are pinned by riskgate deploy. The server
+#: checks a run's parameters against the flow's when the run is created
+#: (enforce_parameter_schema: true; riskgate deploy closes the schema to any other parameter,
+#: :func:`closed_schema`): a payload inside ``trigger``, or a config, is refused before a run
+#: exists, and nothing a pipeline put there is stored in Prefect's database
 DEPLOYMENTS: dict[str, dict[str, Any]] = {
     "nightly-recheck": {
         "description": (
@@ -95,7 +96,7 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
             "recorded in this deployment's tags)."),
         "tags": ["riskgate", "scheduled"],
         "parameters": {},
-        "enforce_parameter_schema": False,
+        "enforce_parameter_schema": True,
         "schedules": [{"cron": NIGHTLY_CRON, "timezone": "UTC", "active": False}],
     },
     "on-anonymization": {
@@ -110,7 +111,7 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
             "riskgate-trigger-rate limit)."),
         "tags": ["riskgate", "triggered"],
         "parameters": {},
-        "enforce_parameter_schema": False,
+        "enforce_parameter_schema": True,
         "triggers": [TRIGGER],
     },
     "watch-releases": {
@@ -142,6 +143,15 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
 }
 #: the deployments of the release-gate flow (the gates), by name
 GATES = tuple(name for name, spec in DEPLOYMENTS.items() if "entrypoint" not in spec)
+
+
+def closed_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A deployment's parameter schema with no parameter beyond the flow's (Prefect leaves
+    the top level open): what ``riskgate deploy`` sets on the gates, so that the API refuses
+    a run created with any other."""
+    if not isinstance(schema, dict):
+        return schema
+    return {**schema, "additionalProperties": False}
 #: the deployments that run under the triggered gates' pinned config, and the nightly one's
 PINNED_BY_TRIGGER = ("on-anonymization", "watch-releases")
 PINNED_BY_NIGHTLY = ("nightly-recheck",)

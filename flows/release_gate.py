@@ -46,7 +46,7 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import Completed, Crashed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from riskcore.errors import ConfigError, RiskgateError
 from riskcore.gate.cleanliness import CleanlinessReport, warm_up
@@ -627,33 +627,61 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
     return _guarded(request, storage_options, dask_address)
 
 
+class TriggerRef(BaseModel):
+    """What a deployment's event trigger hands the gate: the event's id and time, never its
+    payload (the flow reads that from the event store). Extra keys are refused when the run
+    is created (the deployment enforces its parameter schema): a payload given here would be
+    stored in Prefect's database with whatever it holds."""
+
+    model_config = ConfigDict(extra="forbid")
+    event_id: str = Field(max_length=64)
+    event: str | None = Field(None, max_length=200)
+    occurred: str | None = Field(None, max_length=64)
+
+
+class ManifestRef(BaseModel):
+    """What ``watch-releases`` hands the gate: where the release manifest is and the SHA-256
+    of the bytes it found there."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(max_length=2048)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+def _plain(value: Any) -> dict[str, Any] | None:
+    """A parameter model as the mapping the gate reads (a deployment's run hands dicts)."""
+    if value is None:
+        return None
+    return value.model_dump() if isinstance(value, BaseModel) else dict(value)
+
+
 @flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
       task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
       on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
-def deployed_gate(trigger: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
-                  config: Any = None, overrides: Any = None, policy: Any = None,
-                  storage_options: Any = None, dask_address: Any = None, origin: Any = None,
-                  **refused: Any) -> State[Any]:
+def deployed_gate(trigger: TriggerRef | None = None, manifest: ManifestRef | None = None,
+                  config: None = None, overrides: None = None, policy: None = None,
+                  storage_options: None = None, dask_address: None = None,
+                  origin: None = None) -> State[Any]:
     """The gate as its deployments run it: under the config pinned at deploy time, and
     nothing a run's parameters say can change that.
 
     Args:
         trigger: set by ``on-anonymization``'s event trigger: ``{event_id, event, occurred}``.
         manifest: set by ``watch-releases``: ``{url, sha256}`` of a release manifest.
-        config, overrides, policy, storage_options, dask_address, origin: refused: a run
-            created with one ends ERROR naming it (they are named here so that Prefect hands
-            them to the flow instead of failing the run before it starts); the rules are the
-            custodian's, pinned by ``riskgate deploy``.
-        refused: any other parameter, refused the same way (in-process calls; Prefect's
-            engine fails a deployment's run with an unknown parameter before it starts, and
-            the crash hook then writes its ERROR verdict).
+        config, overrides, policy, storage_options, dask_address, origin: refused. Their
+            schema is ``null``, and the deployments enforce their parameter schema (with no
+            other parameter allowed), so a run created with one, or with a payload inside
+            ``trigger``, is refused by the API before it exists; a run created with
+            enforcement turned off ends ERROR naming each one (an unknown parameter fails the
+            run before it starts, and its crash hook writes the ERROR verdict). The rules are
+            the custodian's, pinned by ``riskgate deploy``.
 
     Without ``trigger`` or ``manifest`` (``nightly-recheck``) the nightly config is gated.
     """
     given = {"config": config, "overrides": overrides, "policy": policy,
              "storage_options": storage_options, "dask_address": dask_address,
-             "origin": origin, **refused}
-    request = Request(trigger=trigger, manifest=manifest,
+             "origin": origin}
+    request = Request(trigger=_plain(trigger), manifest=_plain(manifest),
                       refused=tuple(sorted(k for k, v in given.items() if v is not None)),
                       deployed=True)
     return _guarded(request, None, None)

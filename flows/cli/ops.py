@@ -327,7 +327,7 @@ def record_pinned(shas: dict[str, str | None], watch_every: int, watch: bool) ->
     from prefect.client.schemas.actions import DeploymentUpdate
     from prefect.client.schemas.schedules import IntervalSchedule
 
-    from ..deployments import DEPLOYMENTS
+    from ..deployments import DEPLOYMENTS, GATES, closed_schema
     from ..names import CONFIG_TAG_PREFIX
 
     with get_client(sync_client=True) as client:
@@ -336,7 +336,12 @@ def record_pinned(shas: dict[str, str | None], watch_every: int, watch: bool) ->
             tags = [t for t in dep.tags if not t.startswith(CONFIG_TAG_PREFIX)]
             if shas.get(name):
                 tags.append(f"{CONFIG_TAG_PREFIX}{shas[name]}")
-            client.update_deployment(dep.id, DeploymentUpdate(tags=tags))
+            update = DeploymentUpdate(tags=tags)
+            if name in GATES:  # no parameter beyond the flow's, checked at run creation
+                update = DeploymentUpdate(tags=tags, enforce_parameter_schema=True,
+                                          parameter_openapi_schema=closed_schema(
+                                              dep.parameter_openapi_schema))
+            client.update_deployment(dep.id, update)
         watcher = client.read_deployment_by_name(deployment_name("watch-releases"))
         for sched in client.read_deployment_schedules(watcher.id):
             client.update_deployment_schedule(

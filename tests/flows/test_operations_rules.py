@@ -138,29 +138,35 @@ def test_an_unauthenticated_emit_is_refused_with_one_line(tmp_path, monkeypatch)
                 assert "refused the request (401)" in lines[0] and why in lines[0], lines[0]
 
 
-def test_no_run_parameter_can_change_the_rules(ops):
+def test_no_run_parameter_can_change_the_rules(ops, prefect_server):
     """What the API's auth string lets a pipeline do, each closed: runs of on-anonymization
-    created with their own config, with overrides that swap the policy, with a policy, end
-    ERROR naming the parameter; the pinned Variable re-pinned to a lax config without a
+    created with their own config, with overrides that swap the policy, with a policy, with a
+    payload (and a secret in it) inside the trigger, or with any other parameter, are refused
+    by the API before a run exists (the deployment enforces its closed parameter schema), so
+    nothing of theirs is stored; the pinned Variable re-pinned to a lax config without a
     redeploy ends ERROR "the pinned config changed since deploy"."""
     from prefect.client.orchestration import get_client
+    from prefect.exceptions import PrefectHTTPStatusError
     from prefect.variables import Variable
 
     from riskgate.flows.names import TRIGGER_CONFIG_VARIABLE
 
+    secret = f"s3://AKIAIOSFODNN7EXAMPLE:{PLANTED}@ops-data/census/released-v2.csv"
     attempts = {"config": {"config": "s3://ops-config/gate-lax.yaml"},
                 "overrides": {"overrides": {"policy": "s3://ops-config/strict.yaml"}},
-                "policy": {"policy": {"version": 1, "checks": []}}}
+                "policy": {"policy": {"version": 1, "checks": []}},
+                "payload": {"trigger": {"event_id": str(uuid.uuid4()), "payload": {
+                    "release_id": "ops-param", "released": secret}}},
+                "unknown": {"released": secret}}
     with get_client(sync_client=True) as client:
         dep = client.read_deployment_by_name("release-gate/on-anonymization")
-        made = {key: client.create_flow_run_from_deployment(dep.id, parameters=params)
-                for key, params in attempts.items()}
-    for key, run in made.items():
-        final = _final_run(run.id)
-        assert (final.state.type.value, final.state.name) == ("CRASHED", "Error"), final.state
-        assert f"parameter(s) ['{key}'] are not accepted by a deployed gate" in \
-            final.state.message, final.state.message
-        assert "verdict:ERROR" in final.tags
+        assert dep.enforce_parameter_schema is True
+        assert dep.parameter_openapi_schema["additionalProperties"] is False
+        for key, params in attempts.items():
+            with pytest.raises(PrefectHTTPStatusError, match="409"):
+                client.create_flow_run_from_deployment(dep.id, parameters=params)
+    rows = prefect_server.database_text(("flow_run", "flow_run_state", "log"))
+    assert [name for name, text in rows.items() if PLANTED in text] == []
     Variable.set(TRIGGER_CONFIG_VARIABLE, "s3://ops-config/gate-lax.yaml", overwrite=True)
     try:
         repinned = _emit(ops, "ops-repinned")

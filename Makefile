@@ -2,8 +2,6 @@
 UV ?= $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 VENV := .venv
 PY := $(VENV)/bin/python
-SHARED ?= $(abspath ../shared)
-export RISKGATE_SHARED := $(SHARED)
 
 .PHONY: env test lint demo screenshot bench clean
 

@@ -27,7 +27,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer
+from bench.common import OUT, REFERENCE, peer_python, pin_one_core, print_table, run_peer
 from riskcore.measures.alc import ALCConfig, BestRowMatch, from_frames, run_alc
 from riskcore.measures.alc.inputs import ALCData
 from riskcore.measures.alc.swap import swap_frame
@@ -50,7 +50,7 @@ def _load_libraries(data: ALCData) -> None:
 def main() -> None:
     pin_one_core()
     OUT.mkdir(parents=True, exist_ok=True)
-    ori_path = SHARED / "datasets/alc-paper/original_data_parquet/adult.parquet"
+    ori_path = REFERENCE / "datasets/alc-paper/original/adult.parquet"
     ori = pd.read_parquet(ori_path)
     rel = swap_frame(ori, 0.1)
     rel_path = OUT / "adult_swap20.parquet"

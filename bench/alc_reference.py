@@ -17,7 +17,7 @@ import sys
 
 import pandas as pd
 
-from bench.common import OUT, ROOT, SHARED, peer_python, print_table, run_peer
+from bench.common import OUT, REFERENCE, ROOT, peer_python, print_table, run_peer
 from riskcore.measures.alc import ALCConfig, from_frames, run_alc
 from riskcore.measures.alc.swap import swap_frame
 
@@ -33,7 +33,7 @@ SCENARIOS = {
 
 def scenario_data(name: str) -> tuple[pd.DataFrame, pd.DataFrame, str, list[str]]:
     data, secret, known = SCENARIOS[name]
-    ori = pd.read_parquet(SHARED / f"datasets/alc-paper/original_data_parquet/{data}.parquet")
+    ori = pd.read_parquet(REFERENCE / f"datasets/alc-paper/original/{data}.parquet")
     known = known or [c for c in ori.columns if c != secret]
     return ori, swap_frame(ori, 0.1), secret, known
 

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from bench.common import OUT, ROOT, SHARED, peer_python, print_table, run_peer
+from bench.common import OUT, REFERENCE, ROOT, peer_python, print_table, run_peer
 from tests.measures.attacks.reference_runs import KINDS, SEEDS, ours
 
 GOLDEN = ROOT / "tests/measures/attacks/anonymeter_golden.json"
@@ -29,7 +29,7 @@ REPEATS = 4
 def peer_runs(repeats: int) -> dict:
     """Per kind, per repeat, per seed: anonymeter's public results."""
     py = peer_python("anonymeter", ["anonymeter==1.1.0"])
-    d = SHARED / "datasets/anonymeter"
+    d = REFERENCE / "datasets/anonymeter"
     out = {}
     for kind in KINDS:
         got = run_peer(py, "anonymeter_public.py",
@@ -43,7 +43,7 @@ def peer_runs(repeats: int) -> dict:
 def golden_document(runs: dict, repeats: int) -> dict:
     return {"anonymeter": "1.1.0",
             "api": "public: Evaluator(...).evaluate(), results(), risk()",
-            "data": "shared/datasets/anonymeter (adults, CTGAN, control)",
+            "data": "tests/reference/datasets/anonymeter (adults, CTGAN, control)",
             "seeds": list(SEEDS), "repeats": repeats, "runs": runs}
 
 

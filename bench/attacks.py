@@ -11,7 +11,7 @@ import time
 
 import pandas as pd
 
-from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer
+from bench.common import OUT, REFERENCE, peer_python, pin_one_core, print_table, run_peer
 from riskcore.measures.attacks.common import encode_attack_tables
 from riskcore.measures.attacks.inference import inference
 from riskcore.measures.attacks.linkability import linkability
@@ -26,10 +26,10 @@ def main() -> None:
 
     pin_one_core()
     OUT.mkdir(parents=True, exist_ok=True)
-    d = SHARED / "datasets/anonymeter"
-    ori = pd.read_csv(d / "adults_train_reconstructed.csv")
-    syn = pd.read_csv(d / "adults_syn_ctgan.csv")
-    ctl = pd.read_csv(d / "adults_control.csv")
+    d = REFERENCE / "datasets/anonymeter"
+    ori = pd.read_csv(d / "adults_train_reconstructed.csv.gz")
+    syn = pd.read_csv(d / "adults_syn_ctgan.csv.gz")
+    ctl = pd.read_csv(d / "adults_control.csv.gz")
     cols = list(ori.columns)
     py = peer_python("anonymeter", ["anonymeter==1.1.0"])
     ours = {

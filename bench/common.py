@@ -16,7 +16,8 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 OUT = BENCH / "out"
 ENVS = BENCH / "envs"
-SHARED = Path(os.environ.get("RISKGATE_SHARED", ROOT.parent / "shared"))
+#: the peers' reference data, in the repository (tests/reference/README.md)
+REFERENCE = ROOT / "tests" / "reference"
 
 
 def peer_python(name: str, requirements: list[str]) -> Path:

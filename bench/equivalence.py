@@ -13,7 +13,7 @@ import json
 
 from bench.common import (
     OUT,
-    SHARED,
+    REFERENCE,
     peer_python,
     pin_one_core,
     print_table,
@@ -53,7 +53,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     import pandas as pd
 
-    adult = pd.read_parquet(SHARED / "datasets/alc-paper/original_data_parquet/adult.parquet")
+    adult = pd.read_parquet(REFERENCE / "datasets/alc-paper/original/adult.parquet")
     py = peer_python("pycanon", ["pycanon==1.3.6", "numpy==2.0.2", "pandas==2.3.3", "pyarrow"])
     rows, record = [], {}
     for n in [int(s) for s in args.sizes.split(",")]:

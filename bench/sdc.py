@@ -17,7 +17,7 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
-from bench.common import OUT, SHARED, peer_python, pin_one_core, print_table, run_peer, timed
+from bench.common import OUT, REFERENCE, peer_python, pin_one_core, print_table, run_peer, timed
 from bench.sdcdata import KEYS7, KEYS9, scaled_testdata
 from riskcore import Roles, encode_table, frequencies
 from riskcore.measures.sdc import sdc_risk
@@ -50,7 +50,7 @@ def main() -> None:
     args = ap.parse_args()
     pin_one_core()
     OUT.mkdir(parents=True, exist_ok=True)
-    base = pd.read_csv(SHARED / "datasets/sdcmicro/testdata.csv")
+    base = pd.read_csv(REFERENCE / "datasets/sdcmicro/testdata.csv")
     py = peer_python("suda", ["suda==0.2.2", "pandas==2.3.3", "numpy==2.0.2", "pyarrow"])
     rows, record = [], []
     for variant, keys in (("easy", KEYS7), ("hard", KEYS9)):

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .data import NUMBER_PATTERN, distinct, written_as_code, map_distinct, used_values
+from .data import NUMBER_PATTERN, distinct, map_distinct, used_values, written_as_code
 from .errors import InputError
 from .roles import ColumnType
 

@@ -1,6 +1,8 @@
-"""Shared fixtures: the reference data, the example tables, one real Prefect server for the
-whole suite (started on first use, on 127.0.0.1, with its own PREFECT_HOME, on PostgreSQL as
-production runs it: tests/postgres.py), and moto's S3 server."""
+"""Shared fixtures: the reference data (``tests/reference``, in the repository), the example
+tables, one real Prefect server for the whole suite (started on first use, on 127.0.0.1, with
+its own PREFECT_HOME, on PostgreSQL as production runs it: tests/postgres.py), and moto's S3
+server. The suite reads nothing beside the repository: a file opened outside it, its
+environment and the temporary folders is a failure of the whole run (:func:`outside`)."""
 
 from __future__ import annotations
 
@@ -57,22 +59,62 @@ os.environ.setdefault("PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL", 
 os.environ.setdefault("PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS", "5")
 
 
-def shared_dir() -> Path:
-    env = os.environ.get("RISKGATE_SHARED")
-    path = Path(env) if env else ROOT.parent / "shared"
-    if not (path / "SPEC.md").exists():
-        raise RuntimeError(f"reference data not found at {path}; set RISKGATE_SHARED")
-    return path
+#: the peers' reference outputs and the data they were computed on (tests/reference/README.md)
+REFERENCE = ROOT / "tests" / "reference"
+
+
+def reference_dir() -> Path:
+    return REFERENCE
 
 
 @pytest.fixture(scope="session")
-def shared() -> Path:
-    return shared_dir()
+def reference() -> Path:
+    return REFERENCE
 
 
 @pytest.fixture(scope="session")
-def testdata(shared: Path) -> pd.DataFrame:
-    return pd.read_csv(shared / "datasets/sdcmicro/testdata.csv")
+def testdata(reference: Path) -> pd.DataFrame:
+    return pd.read_csv(reference / "datasets/sdcmicro/testdata.csv")
+
+
+# ---------------------------------------------------------------- nothing beside the repo
+def outside(path: str, root: Path = ROOT) -> bool:
+    """A path the suite must not read: beside the repository (a sibling folder, such as a
+    checkout's neighbour), never inside it, the interpreter's, the system's or a temporary
+    folder."""
+    try:
+        resolved = Path(os.path.abspath(path))
+    except (TypeError, ValueError):
+        return False
+    parent = root.parent
+    if resolved == parent or parent not in resolved.parents:
+        return False
+    return resolved != root and root not in resolved.parents
+
+
+#: files opened beside the repository while the suite ran (the audit hook records them)
+READ_OUTSIDE: list[str] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.fsdecode(args[0])
+        if outside(path):
+            READ_OUTSIDE.append(path)
+
+
+sys.addaudithook(_audit)
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    """A suite that read beside the repository fails, naming what it read."""
+    if READ_OUTSIDE:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "the suite read files outside the repository", red=True)
+            for path in sorted(set(READ_OUTSIDE))[:20]:
+                reporter.write_line(path)
+        session.exitstatus = 1
 
 
 @pytest.fixture(scope="session")

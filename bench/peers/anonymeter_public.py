@@ -21,9 +21,9 @@ AUX = (["type_employer", "education", "hr_per_week", "capital_loss", "capital_ga
 
 d, kind = sys.argv[1], sys.argv[2]
 seeds, repeats = [int(s) for s in sys.argv[3].split(",")], int(sys.argv[4])
-ori = pd.read_csv(f"{d}/adults_train_reconstructed.csv")
-syn = pd.read_csv(f"{d}/adults_syn_ctgan.csv")
-ctl = pd.read_csv(f"{d}/adults_control.csv")
+ori = pd.read_csv(f"{d}/adults_train_reconstructed.csv.gz")
+syn = pd.read_csv(f"{d}/adults_syn_ctgan.csv.gz")
+ctl = pd.read_csv(f"{d}/adults_control.csv.gz")
 
 out = []
 for _ in range(repeats):

@@ -11,9 +11,9 @@ import pandas as pd
 from anonymeter.evaluators import InferenceEvaluator, LinkabilityEvaluator, SinglingOutEvaluator
 
 d, kind = sys.argv[1], sys.argv[2]
-ori = pd.read_csv(f"{d}/adults_train_reconstructed.csv")
-syn = pd.read_csv(f"{d}/adults_syn_ctgan.csv")
-ctl = pd.read_csv(f"{d}/adults_control.csv")
+ori = pd.read_csv(f"{d}/adults_train_reconstructed.csv.gz")
+syn = pd.read_csv(f"{d}/adults_syn_ctgan.csv.gz")
+ctl = pd.read_csv(f"{d}/adults_control.csv.gz")
 t0 = time.process_time()
 out = {}
 if kind.startswith("so"):

@@ -28,10 +28,10 @@ from ..data import (
     ColumnType,
     Roles,
     distinct,
-    written_as_code,
     infinite_rows,
     looks_numeric,
     map_distinct,
+    written_as_code,
 )
 from ..equivalence import control_overlap_test
 from ..results import Record

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..data import NUMBER_PATTERN, written_as_code, looks_numeric, used_values
+from ..data import NUMBER_PATTERN, looks_numeric, used_values, written_as_code
 from ..equivalence import exact_matches
 from ..generalization import parse_interval
 from .trigger import RELEASE_ID_PATTERN

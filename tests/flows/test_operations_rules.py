@@ -165,6 +165,7 @@ def test_no_run_parameter_can_change_the_rules(ops, prefect_server):
         for key, params in attempts.items():
             with pytest.raises(PrefectHTTPStatusError, match="409"):
                 client.create_flow_run_from_deployment(dep.id, parameters=params)
+                raise AssertionError(f"a run was created with the parameter {key}")
     rows = prefect_server.database_text(("flow_run", "flow_run_state", "log"))
     assert [name for name, text in rows.items() if PLANTED in text] == []
     Variable.set(TRIGGER_CONFIG_VARIABLE, "s3://ops-config/gate-lax.yaml", overwrite=True)

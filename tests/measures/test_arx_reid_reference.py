@@ -18,8 +18,8 @@ pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
     ("testdata_pop27548400_t0.1", 0.1),
     ("testdata_pop27548400_t0.2", 0.2),
 ])
-def test_prosecutor_figures_on_testdata(shared, testdata, name, threshold):
-    ref = json.loads((shared / f"reference/arx/{name}.json").read_text())
+def test_prosecutor_figures_on_testdata(reference, testdata, name, threshold):
+    ref = json.loads((reference / f"outputs/arx/{name}.json").read_text())
     result = reidentification_risk(frequencies(encode_table(testdata, Roles(TESTDATA_KEYS))),
                                    threshold)
     f = result.figures
@@ -32,10 +32,10 @@ def test_prosecutor_figures_on_testdata(shared, testdata, name, threshold):
     assert f["mRc"] == pytest.approx(ref["marketer_success_rate"], rel=1e-12)
 
 
-def test_journalist_with_ten_percent_subset_and_identification_table(shared, testdata):
+def test_journalist_with_ten_percent_subset_and_identification_table(reference, testdata):
     ref = json.loads(
-        (shared / "reference/arx/testdata_subset458_of_testdata_pop4580_t0.2.json").read_text())
-    text = (shared / "reference/arx/testdata_subset_rows_seed42.txt").read_text()
+        (reference / "outputs/arx/testdata_subset458_of_testdata_pop4580_t0.2.json").read_text())
+    text = (reference / "outputs/arx/testdata_subset_rows_seed42.txt").read_text()
     rows = [int(x) for x in text.replace(",", " ").split()]
     enc = encode_tables({"sample": testdata.iloc[rows], "population": testdata},
                         Roles(TESTDATA_KEYS))
@@ -55,9 +55,9 @@ def test_journalist_with_ten_percent_subset_and_identification_table(shared, tes
     ("testdata", "testdata_na_star.csv", TESTDATA_KEYS),
     ("francdat", "francdat_na_star.csv", ("Key1", "Key2", "Key3", "Key4")),
 ])
-def test_arx_wildcard_model_equals_freqcalc_alpha_one(shared, name, csv, keys):
-    ref = json.loads((shared / f"reference/arx/{name}_na_wildcard_t0.2.json").read_text())
-    data = pd.read_csv(shared / "datasets/sdcmicro" / csv, dtype=str, keep_default_na=False)
+def test_arx_wildcard_model_equals_freqcalc_alpha_one(reference, name, csv, keys):
+    ref = json.loads((reference / f"outputs/arx/{name}_na_wildcard_t0.2.json").read_text())
+    data = pd.read_csv(reference / "datasets/sdcmicro" / csv, dtype=str, keep_default_na=False)
     data = data.replace("*", np.nan)
     freq = frequencies(encode_table(data, Roles(keys)), missing="wildcard", alpha=1.0)
     risk = 1.0 / freq.fk

@@ -24,14 +24,14 @@ pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
 KINDS = [("distinct_l", "Distinct"), ("entropy_l", "Entropy"), ("recursive_l", "Recursive")]
 
 
-@pytest.mark.parametrize("reference,sensitive,c", [
+@pytest.mark.parametrize("ref_file,sensitive,c", [
     ("testdata_ldiversity_hhcivil", ["hhcivil"], 2),
     ("testdata_ldiversity_hhcivil_incomebin", ["hhcivil", "income_bin"], 2),
     ("testdata_ldiversity_incomebin_c3", ["income_bin"], 3),
 ])
-def test_ldiversity_matches_sdcmicro_per_record(shared, reference, sensitive, c):
-    data = pd.read_csv(shared / "datasets/sdcmicro/testdata_ldiv.csv")
-    ref = pd.read_csv(shared / f"reference/sdcmicro/{reference}.csv")
+def test_ldiversity_matches_sdcmicro_per_record(reference, ref_file, sensitive, c):
+    data = pd.read_csv(reference / "datasets/sdcmicro/testdata_ldiv.csv")
+    ref = pd.read_csv(reference / f"outputs/sdcmicro/{ref_file}.csv")
     result = l_diversity(encode_table(data, Roles(TESTDATA_KEYS, sensitive=tuple(sensitive))),
                          c=c)
     for s in sensitive:
@@ -41,8 +41,8 @@ def test_ldiversity_matches_sdcmicro_per_record(shared, reference, sensitive, c)
                                        err_msg=f"{s} {ours}")
 
 
-def test_ldiversity_missing_values_edge_cases(shared):
-    ref = pd.read_csv(shared / "reference/sdcmicro/edge_ldiversity_na.csv")
+def test_ldiversity_missing_values_edge_cases(reference):
+    ref = pd.read_csv(reference / "outputs/sdcmicro/edge_ldiversity_na.csv")
     table = encode_table(ref[["k1", "k2", "s"]], Roles(("k1", "k2"), sensitive=("s",)))
     result = l_diversity(table)
     for ours, theirs in KINDS:
@@ -51,16 +51,16 @@ def test_ldiversity_missing_values_edge_cases(shared):
 
 
 @pytest.mark.parametrize("c", [1, 2, 3, 5])
-def test_recursive_diversity_counts_5_3_2(shared, c):
-    edge = json.loads((shared / "reference/sdcmicro/edge_cases.json").read_text())
+def test_recursive_diversity_counts_5_3_2(reference, c):
+    edge = json.loads((reference / "outputs/sdcmicro/edge_cases.json").read_text())
     data = pd.DataFrame({"k": [1] * 10, "s": [1] * 5 + [2] * 3 + [3] * 2})
     result = l_diversity(encode_table(data, Roles(("k",), sensitive=("s",))), c=c)
     assert result.figures["s.recursive_l"] == edge["recursive_counts_5_3_2"][f"c={c}"]
 
 
 @pytest.fixture(scope="module")
-def alc_adult(shared):
-    return pd.read_parquet(shared / "datasets/alc-paper/original_data_parquet/adult.parquet")
+def alc_adult(reference):
+    return pd.read_parquet(reference / "datasets/alc-paper/original/adult.parquet")
 
 
 def test_pycanon_k_l_t_on_alc_adult(alc_adult):

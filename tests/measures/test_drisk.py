@@ -22,9 +22,9 @@ def oracle(x: np.ndarray, xm: np.ndarray, k: float) -> float:
 
 @pytest.mark.parametrize("method", ["onedims3", "pca3"])
 @pytest.mark.parametrize("k", [0.01, 0.05, 0.2])
-def test_drisk_on_microaggregated_free1(shared, method, k):
-    ori = pd.read_csv(shared / "datasets/sdcmicro/free1.csv").iloc[:, 30:34]
-    masked = pd.read_csv(shared / f"datasets/sdcmicro/free1_cols31-34_microagg_{method}.csv")
+def test_drisk_on_microaggregated_free1(reference, method, k):
+    ori = pd.read_csv(reference / "datasets/sdcmicro/free1.csv").iloc[:, 30:34]
+    masked = pd.read_csv(reference / f"datasets/sdcmicro/free1_cols31-34_microagg_{method}.csv")
     masked.columns = ori.columns
     x, xm = ori.to_numpy(float), masked.to_numpy(float)
     res = drisk(x, xm, list(ori.columns), k)
@@ -33,9 +33,9 @@ def test_drisk_on_microaggregated_free1(shared, method, k):
     assert wider.figures["dRisk"] >= res.figures["dRisk"]  # a wider interval catches more
 
 
-def test_drisk_measure_via_registry_and_misaligned_tables(shared):
-    ori = pd.read_csv(shared / "datasets/sdcmicro/free1.csv").iloc[:, 30:34]
-    masked = pd.read_csv(shared / "datasets/sdcmicro/free1_cols31-34_microagg_onedims3.csv")
+def test_drisk_measure_via_registry_and_misaligned_tables(reference):
+    ori = pd.read_csv(reference / "datasets/sdcmicro/free1.csv").iloc[:, 30:34]
+    masked = pd.read_csv(reference / "datasets/sdcmicro/free1_cols31-34_microagg_onedims3.csv")
     masked.columns = ori.columns
     cols = tuple(ori.columns)
     enc = encode_tables({"original": ori, "released": masked}, Roles.from_mapping(

@@ -10,8 +10,8 @@ from tests.conftest import TESTDATA_KEYS
 pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
 
 
-def test_testdata_fk_Fk_match_freqcalc_per_record(shared, testdata):
-    ref = pd.read_csv(shared / "reference/sdcmicro/testdata_freqcalc.csv")
+def test_testdata_fk_Fk_match_freqcalc_per_record(reference, testdata):
+    ref = pd.read_csv(reference / "outputs/sdcmicro/testdata_freqcalc.csv")
     table = encode_table(testdata, Roles(TESTDATA_KEYS, weight="sampling_weight"))
     freq = frequencies(table)
     np.testing.assert_array_equal(freq.fk, ref["fk"].to_numpy())
@@ -29,47 +29,47 @@ def test_testdata_headline_k_anonymity_figures(testdata):
     assert figures["k"] == 1
 
 
-def test_class_size_histogram_matches_arx(shared, testdata):
+def test_class_size_histogram_matches_arx(reference, testdata):
     import json
 
-    ref = json.loads((shared / "reference/arx/testdata_pop22900_t0.2.json").read_text())
+    ref = json.loads((reference / "outputs/arx/testdata_pop22900_t0.2.json").read_text())
     expected = json.loads(ref["class_size_histogram_[size,count]"])
     result = k_anonymity(frequencies(encode_table(testdata, Roles(TESTDATA_KEYS))))
     assert result.details["class_size_histogram"] == expected
 
 
 @pytest.mark.parametrize("alpha,suffix", [(1.0, "a1"), (0.5, "a05"), (0.1, "a01")])
-def test_francdat_na_wildcard_counts(shared, alpha, suffix):
-    data = pd.read_csv(shared / "datasets/sdcmicro/francdat_na.csv")
-    ref = pd.read_csv(shared / "reference/sdcmicro/francdat_na_reference.csv")
+def test_francdat_na_wildcard_counts(reference, alpha, suffix):
+    data = pd.read_csv(reference / "datasets/sdcmicro/francdat_na.csv")
+    ref = pd.read_csv(reference / "outputs/sdcmicro/francdat_na_reference.csv")
     table = encode_table(data, Roles(("Key1", "Key2", "Key3", "Key4"), weight="w"))
     freq = frequencies(table, missing="wildcard", alpha=alpha)
     np.testing.assert_allclose(freq.fk, ref[f"fk_{suffix}"].to_numpy(), rtol=1e-12)
     np.testing.assert_allclose(freq.Fk, ref[f"Fk_{suffix}"].to_numpy(), rtol=1e-12)
 
 
-def test_francdat_edge_case_alpha_half(shared):
+def test_francdat_edge_case_alpha_half(reference):
     import json
 
-    edge = json.loads((shared / "reference/sdcmicro/edge_cases.json").read_text())
-    data = pd.read_csv(shared / "datasets/sdcmicro/francdat_na.csv")
+    edge = json.loads((reference / "outputs/sdcmicro/edge_cases.json").read_text())
+    data = pd.read_csv(reference / "datasets/sdcmicro/francdat_na.csv")
     table = encode_table(data, Roles(("Key1", "Key2", "Key3", "Key4"), weight="w"))
     freq = frequencies(table, missing="wildcard", alpha=0.5)
     np.testing.assert_allclose(freq.fk, edge["francdat_na_alpha0.5"]["fk"])
     np.testing.assert_allclose(freq.Fk, edge["francdat_na_alpha0.5"]["Fk"])
 
 
-def test_testdata_na_wildcard_counts(shared):
-    data = pd.read_csv(shared / "datasets/sdcmicro/testdata_na.csv")
-    ref = pd.read_csv(shared / "reference/sdcmicro/testdata_na_reference.csv")
+def test_testdata_na_wildcard_counts(reference):
+    data = pd.read_csv(reference / "datasets/sdcmicro/testdata_na.csv")
+    ref = pd.read_csv(reference / "outputs/sdcmicro/testdata_na_reference.csv")
     table = encode_table(data, Roles(TESTDATA_KEYS, weight="sampling_weight"))
     freq = frequencies(table, missing="wildcard", alpha=1.0)
     np.testing.assert_array_equal(freq.fk, ref["fk"].to_numpy())
     np.testing.assert_allclose(freq.Fk, ref["Fk"].to_numpy(), rtol=1e-12)
 
 
-def test_missing_as_own_value_differs_from_wildcard(shared):
-    data = pd.read_csv(shared / "datasets/sdcmicro/francdat_na.csv")
+def test_missing_as_own_value_differs_from_wildcard(reference):
+    data = pd.read_csv(reference / "datasets/sdcmicro/francdat_na.csv")
     table = encode_table(data, Roles(("Key1", "Key2", "Key3", "Key4"), weight="w"))
     own = frequencies(table, missing="own")
     # row 3 (Key3 missing) is alone in its class when missing is its own value

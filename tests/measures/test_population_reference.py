@@ -18,12 +18,12 @@ RUNS = ["testdata_pop22900_t0.2.json", "testdata_pop27548400_t0.1.json",
 
 
 @pytest.mark.parametrize("name", RUNS)
-def test_models_match_arx(shared, testdata, name):
-    ref = json.loads((shared / "reference/arx" / name).read_text())
+def test_models_match_arx(reference, testdata, name):
+    ref = json.loads((reference / "outputs/arx" / name).read_text())
     data = testdata
     if ref["research_subset"]:
         rows = [int(x) for x in
-                (shared / "reference/arx/testdata_subset_rows_seed42.txt").read_text().split()]
+                (reference / "outputs/arx/testdata_subset_rows_seed42.txt").read_text().split()]
         data = testdata.iloc[rows].reset_index(drop=True)
     assert len(data) == ref["n_rows_analysed"]
     freq = frequencies(encode_table(data, Roles(TESTDATA_KEYS)))

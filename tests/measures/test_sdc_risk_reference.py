@@ -19,8 +19,8 @@ FRANC_KEYS = ("Key1", "Key2", "Key3", "Key4")
 
 
 @pytest.fixture(scope="module")
-def measure_risk_ref(shared):
-    return pd.read_csv(shared / "reference/sdcmicro/testdata_measure_risk.csv")
+def measure_risk_ref(reference):
+    return pd.read_csv(reference / "outputs/sdcmicro/testdata_measure_risk.csv")
 
 
 @pytest.fixture(scope="module")
@@ -93,18 +93,18 @@ def test_unweighted_threshold(testdata, measure_risk_ref):
     assert res.details["threshold_status"] == "found"
 
 
-def test_free1_global_risk_and_threshold(shared):
-    data = pd.read_csv(shared / "datasets/sdcmicro/free1.csv")
-    ref = pd.read_csv(shared / "reference/sdcmicro/free1_reference.csv")
+def test_free1_global_risk_and_threshold(reference):
+    data = pd.read_csv(reference / "datasets/sdcmicro/free1.csv")
+    ref = pd.read_csv(reference / "outputs/sdcmicro/free1_reference.csv")
     res = sdc_risk(frequencies(encode_table(data, Roles(FREE1_KEYS, weight="WEIGHT"))))
     np.testing.assert_allclose(res.per_record["risk"], ref["risk"], rtol=1e-9)
     assert res.figures["ER"] == pytest.approx(82.584576044263, rel=1e-12)
     assert res.figures["threshold"] == pytest.approx(0.00857387302276082, rel=1e-12)
 
 
-def test_francdat_no_level_qualifies(shared):
-    data = pd.read_csv(shared / "datasets/sdcmicro/francdat.csv")
-    ref = pd.read_csv(shared / "reference/sdcmicro/francdat_reference.csv")
+def test_francdat_no_level_qualifies(reference):
+    data = pd.read_csv(reference / "datasets/sdcmicro/francdat.csv")
+    ref = pd.read_csv(reference / "outputs/sdcmicro/francdat_reference.csv")
     res = sdc_risk(frequencies(encode_table(data, Roles(FRANC_KEYS, weight="w"))))
     np.testing.assert_allclose(res.per_record["risk"], ref["rk"], rtol=1e-9)
     assert res.figures["ER"] == pytest.approx(0.966526045199967, rel=1e-12)
@@ -112,17 +112,17 @@ def test_francdat_no_level_qualifies(shared):
     assert res.details["threshold_status"] == "none_qualifies"
 
 
-def test_na_wildcard_risk(shared):
-    data = pd.read_csv(shared / "datasets/sdcmicro/testdata_na.csv")
-    ref = pd.read_csv(shared / "reference/sdcmicro/testdata_na_reference.csv")
+def test_na_wildcard_risk(reference):
+    data = pd.read_csv(reference / "datasets/sdcmicro/testdata_na.csv")
+    ref = pd.read_csv(reference / "outputs/sdcmicro/testdata_na_reference.csv")
     freq = frequencies(encode_table(data, Roles(TESTDATA_KEYS, weight="sampling_weight")),
                        missing="wildcard")
     np.testing.assert_allclose(sdc_risk(freq).per_record["risk"], ref["risk"], rtol=1e-9)
 
 
-def test_fractional_fk_sdcmicro_mode_and_riskgate_default(shared):
-    edge = json.loads((shared / "reference/sdcmicro/edge_cases.json").read_text())
-    data = pd.read_csv(shared / "datasets/sdcmicro/francdat_na.csv")
+def test_fractional_fk_sdcmicro_mode_and_riskgate_default(reference):
+    edge = json.loads((reference / "outputs/sdcmicro/edge_cases.json").read_text())
+    data = pd.read_csv(reference / "datasets/sdcmicro/francdat_na.csv")
     freq = frequencies(encode_table(data, Roles(FRANC_KEYS, weight="w")), missing="wildcard",
                        alpha=0.5)
     expected = edge["francdat_na_alpha0.5"]["rk"]

@@ -27,8 +27,8 @@ def _codes(df, keys):
 
 
 @pytest.mark.parametrize("original,suffix", [(True, ""), (False, "_ihsnscores")])
-def test_testdata_scores_dis_and_contributions(shared, testdata, original, suffix):
-    ref = pd.read_csv(shared / f"reference/sdcmicro/testdata_suda2{suffix}.csv")
+def test_testdata_scores_dis_and_contributions(reference, testdata, original, suffix):
+    ref = pd.read_csv(reference / f"outputs/sdcmicro/testdata_suda2{suffix}.csv")
     table, codes = _codes(testdata, TESTDATA_KEYS)
     s = suda2(codes, TESTDATA_KEYS, original_scores=original)
     np.testing.assert_allclose(s.score, ref["score"], rtol=1e-12, atol=1e-12)
@@ -36,10 +36,10 @@ def test_testdata_scores_dis_and_contributions(shared, testdata, original, suffi
     for j, key in enumerate(TESTDATA_KEYS):
         np.testing.assert_allclose(s.contribution[:, j], ref[f"{key}_contribution"], rtol=1e-9,
                                    atol=1e-12)
-    attr = pd.read_csv(shared / "reference/sdcmicro/"
+    attr = pd.read_csv(reference / "outputs/sdcmicro/"
                        f"testdata_suda2_attribute_contributions{suffix}.csv")
     np.testing.assert_allclose(s.attribute_contributions, attr["contribution"], rtol=1e-9)
-    levels = pd.read_csv(shared / "reference/sdcmicro/"
+    levels = pd.read_csv(reference / "outputs/sdcmicro/"
                          f"testdata_suda2_attribute_level_contributions{suffix}.csv")
     got = attribute_level_contributions(s, codes, [table.column(k).categories
                                                    for k in TESTDATA_KEYS])
@@ -60,9 +60,9 @@ def test_testdata_headline_values(testdata):
     assert s.dis.sum() == pytest.approx(9.83109092127511, rel=1e-5)
 
 
-def test_francdat_hand_checkable_table(shared):
-    data = pd.read_csv(shared / "datasets/sdcmicro/francdat.csv")
-    ref = pd.read_csv(shared / "reference/sdcmicro/francdat_reference.csv")
+def test_francdat_hand_checkable_table(reference):
+    data = pd.read_csv(reference / "datasets/sdcmicro/francdat.csv")
+    ref = pd.read_csv(reference / "outputs/sdcmicro/francdat_reference.csv")
     _, codes = _codes(data, FRANC_KEYS)
     s = suda2(codes, FRANC_KEYS)
     np.testing.assert_array_equal(s.score, ref["suda_score"])
@@ -77,9 +77,9 @@ def test_francdat_hand_checkable_table(shared):
     np.testing.assert_allclose(ihsn.dis, ref["dis_score_ihsn"], rtol=1e-5)
 
 
-def test_two_keys_are_padded_to_three(shared):
-    edge = json.loads((shared / "reference/sdcmicro/edge_cases.json").read_text())
-    data = pd.read_csv(shared / "datasets/sdcmicro/francdat.csv")
+def test_two_keys_are_padded_to_three(reference):
+    edge = json.loads((reference / "outputs/sdcmicro/edge_cases.json").read_text())
+    data = pd.read_csv(reference / "datasets/sdcmicro/francdat.csv")
     _, codes = _codes(data, FRANC_KEYS[:2])
     s = suda2(codes, FRANC_KEYS[:2])
     assert s.M == 3
@@ -87,17 +87,17 @@ def test_two_keys_are_padded_to_three(shared):
     np.testing.assert_allclose(s.dis, edge["suda2_francdat_2keys"]["dis"], rtol=1e-5)
 
 
-def test_dis_fraction_zero_means_half(shared):
-    data = pd.read_csv(shared / "datasets/sdcmicro/francdat.csv")
+def test_dis_fraction_zero_means_half(reference):
+    data = pd.read_csv(reference / "datasets/sdcmicro/francdat.csv")
     _, codes = _codes(data, FRANC_KEYS)
     a = suda2(codes, FRANC_KEYS, dis_fraction=0.0)
     b = suda2(codes, FRANC_KEYS, dis_fraction=0.5)
     np.testing.assert_array_equal(a.dis, b.dis)
 
 
-def test_testdata_na_missing_is_never_part_of_an_msu(shared):
-    data = pd.read_csv(shared / "datasets/sdcmicro/testdata_na.csv")
-    ref = pd.read_csv(shared / "reference/sdcmicro/testdata_na_reference.csv")
+def test_testdata_na_missing_is_never_part_of_an_msu(reference):
+    data = pd.read_csv(reference / "datasets/sdcmicro/testdata_na.csv")
+    ref = pd.read_csv(reference / "outputs/sdcmicro/testdata_na_reference.csv")
     _, codes = _codes(data, TESTDATA_KEYS)
     s = suda2(codes, TESTDATA_KEYS)
     np.testing.assert_array_equal(s.score, ref["suda_score"])
@@ -108,9 +108,9 @@ def test_testdata_na_missing_is_never_part_of_an_msu(shared):
     assert np.all(s.contribution[codes < 0] == 0)
 
 
-def test_free1(shared):
-    data = pd.read_csv(shared / "datasets/sdcmicro/free1.csv")
-    ref = pd.read_csv(shared / "reference/sdcmicro/free1_reference.csv")
+def test_free1(reference):
+    data = pd.read_csv(reference / "datasets/sdcmicro/free1.csv")
+    ref = pd.read_csv(reference / "outputs/sdcmicro/free1_reference.csv")
     _, codes = _codes(data, FREE1_KEYS)
     s = suda2(codes, FREE1_KEYS)
     np.testing.assert_array_equal(s.score, ref["suda_score"])

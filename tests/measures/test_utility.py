@@ -134,9 +134,9 @@ def test_a_collapsed_column_is_seen_beside_the_control_yardstick():
 
 
 def _free1() -> tuple[pd.DataFrame, pd.DataFrame]:
-    from tests.conftest import shared_dir
+    from tests.conftest import reference_dir
 
-    folder = shared_dir() / "datasets" / "sdcmicro"
+    folder = reference_dir() / "datasets" / "sdcmicro"
     cols = ["INCOME", "MONEY", "ASSETS", "DEBTS"]
     x = pd.read_csv(folder / "free1.csv")[cols]
     z = pd.read_csv(folder / "free1_cols31-34_microagg_onedims3.csv")[cols]

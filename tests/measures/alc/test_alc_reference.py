@@ -1,5 +1,5 @@
-"""ALC against anonymity_loss_coefficient 1.0.32's recorded runs (reference/alc) and the paper's
-experiment in miniature (seed 004 section 6)."""
+"""ALC against anonymity_loss_coefficient 1.0.32's recorded runs (tests/reference/outputs/alc)
+and the paper's experiment in miniature (docs/measures.md, the ALC)."""
 
 from __future__ import annotations
 
@@ -19,23 +19,23 @@ pytestmark = pytest.mark.golden  # compared with a peer's reference outputs
 pytestmark = pytest.mark.slow
 
 
-def reference_runs(shared) -> dict[str, dict]:
+def reference_runs(reference) -> dict[str, dict]:
     """The README's results line: ALC; base PRC; attack PRC; predictions; halt."""
-    text = (shared / "reference/alc/README.md").read_text().replace("\u2212", "-")
+    text = (reference / "outputs/alc/README.md").read_text().replace("\u2212", "-")
     runs = {}
     for name, alc, base, atk, n, halt in re.findall(
             r"(B80|[ABCD]) (-?[0-9.]+), ([0-9.]+), ([0-9.]+), (\d+), (\w+)", text):
         runs[name] = {"alc": float(alc), "base_prc": float(base), "attack_prc": float(atk),
                       "n": int(n), "halt": halt}
-    doc = json.loads((shared / "reference/alc/alc_1.0.32_adult.json").read_text())
+    doc = json.loads((reference / "outputs/alc/alc_1.0.32_adult.json").read_text())
     a = doc["runs"][0]
     assert runs["A"]["alc"] == a["halt_info"]["alc"]  # the README and the JSON agree
     return runs
 
 
 @pytest.fixture(scope="module")
-def adult(shared):
-    ori = pd.read_parquet(shared / "datasets/alc-paper/original_data_parquet/adult.parquet")
+def adult(reference):
+    ori = pd.read_parquet(reference / "datasets/alc-paper/original/adult.parquet")
     return ori, {20: from_frames(ori, swap_frame(ori, 0.1)),
                  80: from_frames(ori, swap_frame(ori, 0.4))}
 
@@ -46,9 +46,9 @@ def test_swap_reproduces_the_reference_release(adult):
     assert changed == pytest.approx(0.116, abs=0.001)  # README: 11.6 % of cells change
 
 
-def test_runs_agree_with_the_package(shared, adult):
+def test_runs_agree_with_the_package(reference, adult):
     ori, data = adult
-    ref = reference_runs(shared)
+    ref = reference_runs(reference)
     cols = list(ori.columns)
     scen = {
         "A": (20, "label", ["age", "workclass", "education", "marital-status", "occupation",
@@ -76,12 +76,12 @@ def test_runs_agree_with_the_package(shared, adult):
 
 
 @pytest.mark.parametrize("name", ["child", "insurance"])
-def test_papers_experiment_in_miniature(shared, name):
-    d = shared / "datasets/alc-paper"
-    ori = pd.read_parquet(d / f"original_data_parquet/{name}.parquet")
+def test_papers_experiment_in_miniature(reference, name):
+    d = reference / "datasets/alc-paper"
+    ori = pd.read_parquet(d / f"original/{name}.parquet")
     out = {}
     for version in ("strong", "weak"):
-        rel = pd.read_parquet(d / f"{version}_data_parquet/{name}.parquet")
+        rel = pd.read_parquet(d / f"{version}/{name}.parquet")
         data = from_frames(ori, rel)
         scenarios = auto_scenarios(data, per_secret=2, seed=0)[:10]
         assert len(scenarios) == 10

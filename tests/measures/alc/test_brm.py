@@ -95,8 +95,8 @@ def test_an_exact_copy_is_found_with_rank_score_one():
     assert data.labels["s"][p.predicted[0]] == ori["s"][5]
 
 
-def test_column_typing_follows_the_package_on_adult(shared):
-    ori = pd.read_parquet(shared / "datasets/alc-paper/original_data_parquet/adult.parquet")
+def test_column_typing_follows_the_package_on_adult(reference):
+    ori = pd.read_parquet(reference / "datasets/alc-paper/original/adult.parquet")
     data = from_frames(ori, ori.head(100))
     cont = sorted(c for c, k in data.kinds.items() if k == "continuous")
     assert cont == sorted(["age", "fnlwgt", "education-num", "capital-gain", "capital-loss",

@@ -16,7 +16,7 @@ from riskcore.measures.attacks.common import encode_attack_tables
 from riskcore.measures.attacks.inference import inference
 from riskcore.measures.attacks.linkability import linkability
 from riskcore.measures.attacks.singling_out import singling_out
-from tests.conftest import shared_dir
+from tests.conftest import reference_dir
 
 KINDS = ("so-uni", "so-multi", "link", "inference-income", "inference-marital")
 SEEDS = (0, 1, 2, 3, 4)
@@ -26,10 +26,10 @@ AUX = (["type_employer", "education", "hr_per_week", "capital_loss", "capital_ga
 
 @functools.cache
 def adults() -> tuple[dict[str, Any], list[str]]:
-    d = shared_dir() / "datasets/anonymeter"
-    ori = pd.read_csv(d / "adults_train_reconstructed.csv")
-    syn = pd.read_csv(d / "adults_syn_ctgan.csv")
-    ctl = pd.read_csv(d / "adults_control.csv")
+    d = reference_dir() / "datasets/anonymeter"
+    ori = pd.read_csv(d / "adults_train_reconstructed.csv.gz")
+    syn = pd.read_csv(d / "adults_syn_ctgan.csv.gz")
+    ctl = pd.read_csv(d / "adults_control.csv.gz")
     return encode_attack_tables(ori, syn, ctl), list(ori.columns)
 
 

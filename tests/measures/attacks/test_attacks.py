@@ -45,9 +45,9 @@ def test_wilson_and_risk_propagation_on_fixed_counts():
     assert privacy_risk(Rate(0.3, 0.1, 3, 10)).ci == pytest.approx((0.2, 0.4))
 
 
-def test_gower_and_neighbours_against_brute_force(shared):
-    ori = pd.read_csv(shared / "datasets/anonymeter/tests_adults_ori.csv")
-    syn = pd.read_csv(shared / "datasets/anonymeter/tests_adults_syn.csv")
+def test_gower_and_neighbours_against_brute_force(reference):
+    ori = pd.read_csv(reference / "datasets/anonymeter/tests_adults_ori.csv")
+    syn = pd.read_csv(reference / "datasets/anonymeter/tests_adults_syn.csv")
     ori.loc[[3, 7], "age"] = np.nan  # exercise the missing-value rules
     syn.loc[[5], "age"] = np.nan
     cols = list(ori.columns)
@@ -236,12 +236,12 @@ def test_multivariate_queries_are_those_of_the_one_by_one_search():
 
 
 @pytest.fixture(scope="module")
-def adults(shared):
-    d = shared / "datasets/anonymeter"
-    ori = pd.read_csv(d / "adults_train_reconstructed.csv")
-    syn = pd.read_csv(d / "adults_syn_ctgan.csv")
-    ctl = pd.read_csv(d / "adults_control.csv")
-    ref = json.loads((shared / "reference/anonymeter/adults_anonymeter_1.1.0.json").read_text())
+def adults(reference):
+    d = reference / "datasets/anonymeter"
+    ori = pd.read_csv(d / "adults_train_reconstructed.csv.gz")
+    syn = pd.read_csv(d / "adults_syn_ctgan.csv.gz")
+    ctl = pd.read_csv(d / "adults_control.csv.gz")
+    ref = json.loads((reference / "outputs/anonymeter/adults_anonymeter_1.1.0.json").read_text())
     runs = {r["name"]: r for r in ref["runs"]}
     return encode_attack_tables(ori, syn, ctl), list(ori.columns), runs
 
@@ -337,15 +337,15 @@ print(json.dumps(to_jsonable(out), sort_keys=True))
 """
 
 
-def _planted_run(shared) -> dict:
-    done = subprocess.run([sys.executable, "-c", PLANTED, str(shared / "datasets/anonymeter")],
+def _planted_run(reference) -> dict:
+    done = subprocess.run([sys.executable, "-c", PLANTED, str(reference / "datasets/anonymeter")],
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
 
-def test_planted_leak_is_caught_and_runs_are_deterministic(shared):
-    first = _planted_run(shared)
-    second = _planted_run(shared)
+def test_planted_leak_is_caught_and_runs_are_deterministic(reference):
+    first = _planted_run(reference)
+    second = _planted_run(reference)
     assert first == second  # same seed, separate processes: identical JSON
     for attack in ("so", "li"):
         clean = first["clean"][attack]["figures"]
@@ -354,10 +354,10 @@ def test_planted_leak_is_caught_and_runs_are_deterministic(shared):
         assert leaky["risk_ci_low"] > clean["risk"], attack
 
 
-def test_cli_attack_json(shared, tmp_path):
+def test_cli_attack_json(reference, tmp_path):
     from riskgate.flows.cli import main
 
-    d = shared / "datasets/anonymeter"
+    d = reference / "datasets/anonymeter"
     out = tmp_path / "inf.json"
     code = main(["attack", "inference", str(d / "tests_adults_ori.csv"),
                  str(d / "tests_adults_syn.csv"), "--secret", "income", "--n-attacks", "50",
@@ -377,8 +377,8 @@ def test_cli_attack_json(shared, tmp_path):
                  str(d / "tests_adults_syn.csv"), "--aux", "age,sex", "--aux2", "sex"]) == 3
 
 
-def test_control_overlapping_the_original_is_flagged(shared):
-    d = shared / "datasets/anonymeter"
+def test_control_overlapping_the_original_is_flagged(reference):
+    d = reference / "datasets/anonymeter"
     ori = pd.read_csv(d / "tests_adults_ori.csv")
     syn = pd.read_csv(d / "tests_adults_syn.csv")
     enc = encode_attack_tables(ori, syn, ori.iloc[:40])

@@ -70,7 +70,7 @@ def test_a_control_holding_5_percent_of_the_original_fails_with_its_excess(adult
                             roles, {})
     check = next(c for c in checks if c.check == "control rows do not overlap the original")
     assert not check.success and check.unexpected_count == test.overlapping
-    assert "an excess of +4." in check.detail and "15 reference column(s)" in check.detail
+    assert "an excess of +4." in check.detail and "15 shared column(s)" in check.detail
 
 
 def test_one_chance_match_in_a_one_row_control_is_not_significant():

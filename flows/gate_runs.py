@@ -2,13 +2,14 @@
 decision? (:class:`riskcore.signer.RunCheck`)
 
 A decision is signed only for a flow run that exists, is a run of the release gate under one
-of its deployments (``on-anonymization``, ``nightly-recheck``), is RUNNING now, was deployed
-with the config the decision says it was made under (the deployment's config tag, set by
-``riskgate deploy``), and carries the decision's release as its ``release:`` tag (the gate
-labels its run before it reads a table). A process that can reach the socket and makes a
-decision up has no such run to name: a run id copied from an earlier decision belongs to a run
-that has ended, and a running one is signed once, by whichever asks first (the gate run then
-ends ERROR "signed before", which shows the attempt).
+of its deployments (``on-anonymization``, ``nightly-recheck``), is RUNNING now, was created
+under the config the decision says it was made under (the deployment's config tag, set by
+``riskgate deploy`` and copied into each run's tags when it is created), and carries the
+decision's release as its ``release:`` tag (the gate labels its run before it reads a table).
+A process that can reach the socket and makes a decision up has no such run to name: a run id
+copied from an earlier decision belongs to a run that has ended, and a running one is signed
+once, by whichever asks first (the gate run then ends ERROR "signed before", which shows the
+attempt).
 
 The signer holds the API's URL and auth string (``PREFECT_API_URL``,
 ``PREFECT_API_AUTH_STRING``, the custodian's): it trusts the server as far as "this run
@@ -101,11 +102,14 @@ def refuse(run: Any, flow: Any, deployment: Any, decision: Mapping[str, Any], ru
     if run.state_type != running:
         raise SigningRefused(f"run {run.id} is {getattr(run.state_type, 'value', '?')}, not "
                              "running: a decision is signed while its run makes it")
-    recorded = next((str(t)[len(CONFIG_TAG_PREFIX):] for t in deployment.tags or ()
+    # the config the run was created under: its deployment's tag, copied into the run's tags
+    # when the run was created (a redeploy while a review waits does not change it)
+    recorded = next((str(t)[len(CONFIG_TAG_PREFIX):] for t in (*(run.tags or ()),
+                                                               *(deployment.tags or ()))
                      if str(t).startswith(CONFIG_TAG_PREFIX)), None)
     if recorded != rules.config_sha256:
-        raise SigningRefused(f"run {run.id}'s deployment {deployment.name} was deployed with "
-                             f"config sha256:{recorded}, the decision names "
+        raise SigningRefused(f"run {run.id} was created under config sha256:{recorded} (its "
+                             f"deployment {deployment.name}'s), the decision names "
                              f"sha256:{rules.config_sha256}")
     release = next((str(t).split(":", 1)[1] for t in run.tags or ()
                     if str(t).startswith("release:")), None)

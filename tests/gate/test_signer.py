@@ -175,7 +175,7 @@ def test_a_decision_with_no_running_gate_run_behind_it_is_refused(setup, case):
     elif case == "other-flow":
         run_id, why = _gate_run(sha, flow="another-flow"), "not of the release gate"
     elif case == "other-rules":
-        run_id, why = _gate_run("f" * 64), "was deployed with config sha256:ffff"
+        run_id, why = _gate_run("f" * 64), "was created under config sha256:ffff"
     else:
         run_id, why = _gate_run(sha, release="census-v9"), "gates release 'census-v9'"
     before = len(_entries(setup["root"]))

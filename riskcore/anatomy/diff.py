@@ -1,0 +1,351 @@
+"""A release read against its original: what kind of release it is, what was done to each
+column, and which original row each released row comes from.
+
+:func:`diff` puts every shared column of the original into the release's domain
+(:mod:`.domain`), links the released rows to the original's (:mod:`.linkage`), learns the label
+maps of relabelled columns from the rows that link on the others and links again, and judges
+the links against what chance gives: the same linkage of a held-out control (people in no
+release), or, without one, of the original to itself with each row kept from its own match
+(the rate at which independent samples of these people coincide).
+
+At the threshold where the release's linked share most exceeds chance's (quality ``tau``), the
+share of released rows that are someone's record is ``linked_share = (L - C) / (1 - C)``, ``L``
+the release's linked share and ``C`` chance's (zero unless the excess is significant, one-sided
+p < 0.001). The kind:
+
+* ``kept``: at least :data:`KEPT_SHARE` of the released rows are original records, as many as
+  :data:`SUBSAMPLE_BELOW` of the original's rows or more (generalized, suppressed, perturbed,
+  a few removed);
+* ``subsample``: original records, fewer than that (the fraction is said);
+* ``synthetic``: no more linked rows than chance gives;
+* ``mixed``: new rows with some original records (``linked_share`` says how many).
+
+Per column: ``transform`` (kept, generalized, suppressed, perturbed, new, absent, added), the
+share suppressed, the generalization or perturbation seen, and its reading (a code or a
+quantity, :mod:`.reading`). Linear-logarithmic in the rows; no step assumes equal row counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..roles import ColumnType
+from ..stats import normal_sf
+from .domain import ColumnDomain, column_domain, learn_labels
+from .linkage import Links, Matrix, Weights, link, matrices, weights
+from .reading import ColumnReading, read_columns
+
+#: released rows that must be original records for a release to be kept rows
+KEPT_SHARE = 0.85
+#: kept records that are fewer than this share of the original's rows make a subsample
+SUBSAMPLE_BELOW = 0.9
+#: chance is measured on at most this many rows (a seeded sample)
+CHANCE_ROWS = 20_000
+#: the excess over chance must be significant at this level
+ALPHA = 0.001
+#: a linked column whose values differ on at least this share of linked rows is perturbed
+PERTURBED = 0.01
+#: a column with at least this share of released cells suppressed is suppressed
+SUPPRESSED = 0.005
+#: the thresholds of link quality tried
+THRESHOLDS = tuple(round(0.5 + 0.025 * i, 3) for i in range(21))
+
+KIND_WORDS = {"kept": "rows kept from the original",
+              "subsample": "a subsample of the original's rows",
+              "synthetic": "new rows (synthetic data)",
+              "mixed": "new rows with some of the original's records in them"}
+
+
+@dataclass(frozen=True)
+class ColumnDiff:
+    """What was done to one column, and how it reads."""
+
+    name: str
+    transform: str
+    suppressed_share: float
+    reading: ColumnReading
+    domain: str = ""
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"transform": self.transform, "suppressed_share": round(self.suppressed_share, 6),
+                "type": self.reading.type, "type_split": self.reading.split,
+                "type_evidence": list(self.reading.evidence), "domain": self.domain,
+                **{k: v for k, v in self.detail.items()}}
+
+
+@dataclass(frozen=True)
+class ReleaseDiff:
+    """A release read against its original (see the module doc)."""
+
+    kind: str
+    linked_share: float
+    linked_raw: float
+    chance: float
+    chance_from: str
+    threshold: float
+    rows: Mapping[str, int]
+    columns: Mapping[str, ColumnDiff]
+    evidence: tuple[str, ...]
+    links: Links | None = None
+    linked: np.ndarray | None = None
+
+    @property
+    def keeps_records(self) -> bool:
+        """The release holds original records (kept, subsample or mixed)."""
+        return self.kind != "synthetic"
+
+    def readings(self) -> dict[str, ColumnReading]:
+        return {c: d.reading for c, d in self.columns.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "linked_share": round(self.linked_share, 6),
+                "linked_share_raw": round(self.linked_raw, 6), "chance": round(self.chance, 6),
+                "chance_from": self.chance_from, "link_threshold": self.threshold,
+                "rows": dict(self.rows),
+                "columns": {c: d.to_dict() for c, d in self.columns.items()},
+                "evidence": list(self.evidence)}
+
+    def links_frame(self) -> pd.DataFrame:
+        """One row per released row, in release order: the original row it comes from
+        (0-based, null when none) and the link's quality."""
+        assert self.links is not None and self.linked is not None
+        row = pd.array(np.where(self.linked, self.links.original_row, -1), dtype="Int64")
+        row[~self.linked] = pd.NA
+        return pd.DataFrame({"original_row": row,
+                             "quality": np.where(np.isfinite(self.links.score),
+                                                 np.round(self.links.quality, 4), np.nan)})
+
+    def summary(self) -> list[str]:
+        """The plain-words account (what ``riskgate diff`` prints)."""
+        n_o, n_r = self.rows["original"], self.rows["released"]
+        lines = []
+        if self.kind in ("kept", "subsample"):
+            kept = self.rows["linked"]
+            lines.append(f"{self.kind}: {kept:,} of {n_o:,} records ({kept / max(n_o, 1):.1%}), "
+                         f"{1 - kept / max(n_o, 1):.1%} removed; {n_r:,} released rows")
+        elif self.kind == "mixed":
+            lines.append(f"mixed: {self.linked_share:.1%} of {n_r:,} released rows are the "
+                         f"original's records (beyond the {self.chance:.1%} chance gives), the "
+                         "rest new rows")
+        else:
+            lines.append(f"synthetic: {n_r:,} new rows; {self.linked_raw:.1%} link to an "
+                         f"original row, as {self.chance:.1%} of {self.chance_from} do by chance")
+        for c, d in self.columns.items():
+            lines.append(f"{c}: {_column_words(d)}")
+        return lines
+
+
+def _column_words(d: ColumnDiff) -> str:
+    detail, out = d.detail, d.transform
+    if d.transform == "generalized":
+        how = d.domain
+        if how == "interval":
+            width = detail.get("width")
+            out = f"generalized to intervals{f' of width {width:g}' if width else ''}"
+        elif how == "round":
+            out = f"rounded to {detail.get('unit'):g}"
+        elif how in ("top_code", "bottom_code") and not detail.get("unit"):
+            out = "top-coded at " + ", ".join(f"{detail[k]:g}" for k in ("top", "bottom")
+                                               if k in detail)
+        elif how == "learned":
+            out = f"{detail.get('merged')} labels merged into {detail.get('into')}"
+        elif how == "mask":
+            out = "masked (trailing characters replaced by *)"
+        else:
+            out = f"generalized ({how})"
+    elif d.transform == "perturbed":
+        out = f"perturbed: {detail.get('changed_share', 0):.1%} of linked rows changed"
+        if "noise_sd" in detail:
+            out += f" (noise sd {detail['noise_sd']:.3g})"
+    if d.suppressed_share >= SUPPRESSED and d.transform != "suppressed":
+        out += f"; {d.suppressed_share:.1%} of cells suppressed"
+    elif d.transform == "suppressed":
+        out = f"suppressed in {d.suppressed_share:.1%} of cells"
+    reading = d.reading.type + (" (evidence split: both readings)" if d.reading.split else "")
+    return f"{out}; read as {reading}"
+
+
+def _frame(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    return df[[c for c in columns if c in df.columns]]
+
+
+def _link_all(doms: Sequence[ColumnDomain], seed: int) -> tuple[Links, Weights]:
+    original = matrices(doms, "original")
+    w = weights(doms, original, seed)
+    return link(matrices(doms, "released"), original, w), w
+
+
+def _chance(doms: Sequence[ColumnDomain], w: Weights, table: str, seed: int
+            ) -> tuple[Links, int]:
+    """Links of chance's table (``control``, or ``original`` kept from itself) on a seeded
+    sample of its rows; and the sample's size."""
+    original = matrices(doms, "original")
+    query: Matrix = matrices(doms, table)
+    n = query.codes.shape[0]
+    rng = np.random.default_rng(seed + 7)
+    rows = np.sort(rng.choice(n, min(n, CHANCE_ROWS), replace=False))
+    return link(query, original, w, rows=rows, exclude_self=table == "original"), rows.size
+
+
+def _threshold(rel: Links, chance: Links, chance_rows: int) -> tuple[float, float, float]:
+    """The quality threshold where the release's linked share most exceeds chance's, and
+    the two shares there."""
+    n_r = rel.original_row.size
+    best = (THRESHOLDS[-1], 0.0, 0.0, -math.inf)
+    linked_r = rel.original_row >= 0
+    linked_c = chance.original_row >= 0
+    for tau in THRESHOLDS:
+        share_r = float(np.mean(linked_r & (rel.quality >= tau - 1e-12))) if n_r else 0.0
+        share_c = float(np.sum(linked_c & (chance.quality >= tau - 1e-12)) /
+                        max(chance_rows, 1))
+        if share_r - share_c > best[3]:
+            best = (tau, share_r, share_c, share_r - share_c)
+    return best[0], best[1], best[2]
+
+
+def _significant(share_r: float, n_r: int, share_c: float, n_c: int) -> bool:
+    pooled = (share_r * n_r + share_c * n_c) / max(n_r + n_c, 1)
+    se = math.sqrt(max(pooled * (1 - pooled), 1e-12) * (1 / max(n_r, 1) + 1 / max(n_c, 1)))
+    return normal_sf((share_r - share_c) / se) < ALPHA
+
+
+def _transforms(doms: Mapping[str, ColumnDomain], kind: str, links: Links,
+                linked: np.ndarray) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Per shared column: its transform and what was seen (on the linked rows)."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    rel_rows = np.flatnonzero(linked)
+    ori_rows = links.original_row[rel_rows]
+    for c, d in doms.items():
+        detail: dict[str, Any] = dict(d.detail)
+        a, b = d.codes["released"][rel_rows], d.codes["original"][ori_rows]
+        shown = (a >= 0) & (b >= 0)
+        changed = float(np.mean(a[shown] != b[shown])) if shown.any() else 0.0
+        if d.numbers is not None and shown.any():
+            x = d.numbers["released"][rel_rows][shown]
+            y = d.numbers["original"][ori_rows][shown]
+            diff = x - y
+            moved = diff != 0
+            changed = float(np.mean(moved))
+            if moved.any():
+                detail["noise_sd"] = float(np.std(diff))
+                detail["noise_relative"] = float(np.median(np.abs(diff[moved]) / np.maximum(
+                    np.abs(y[moved]), 1e-12)))
+        detail["changed_share"] = round(changed, 6)
+        if kind in ("synthetic", "mixed"):
+            transform = "new"
+        elif d.how not in ("kept", "labels"):
+            transform = "generalized"
+        elif changed >= PERTURBED:
+            transform = "perturbed"
+        elif d.wild_share >= SUPPRESSED:
+            transform = "suppressed"
+        else:
+            transform = "kept"
+        out[c] = (transform, detail)
+    return out
+
+
+def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame | None = None,
+         *, types: Mapping[str, ColumnType] | None = None, markers: Sequence[str] = (),
+         seed: int = 0) -> ReleaseDiff:
+    """The release read against its original (see the module doc).
+
+    Args:
+        original, released: the tables as read (text Categoricals or typed columns).
+        control: a held-out sample of the same people (the yardstick of chance); without it,
+            the original linked to itself, each row kept from its own match.
+        types: column types the config declares (they win over every reading).
+        markers: cells that mean missing in every column (besides those found).
+        seed: the seed of every random step (chance's sample).
+    """
+    n_o, n_r = len(original), len(released)
+    shared = [str(c) for c in released.columns if c in original.columns]
+    if control is not None:
+        shared = [c for c in shared if c in control.columns]
+    tables = {"original": original, "released": released}
+    if control is not None:
+        tables["control"] = control
+    doms = {c: column_domain(c, {t: df[c] for t, df in tables.items()}, markers)
+            for c in shared}
+    usable = {c: d for c, d in doms.items() if d.comparable and (d.codes["released"] >= 0).any()}
+    evidence = [f"{n_r:,} released rows, {n_o:,} original rows"]
+    readings = read_columns(tables, list(dict.fromkeys([*original.columns, *released.columns])),
+                            types)
+    if not usable:
+        evidence.append("no column keeps the original's values, nor a mapping of them: new "
+                        "rows")
+        columns = _columns(original, released, doms, readings, {c: ("new", {}) for c in doms})
+        return ReleaseDiff("synthetic", 0.0, 0.0, 0.0, "none", 1.0,
+                           {"original": n_o, "released": n_r, "linked": 0}, columns,
+                           tuple(evidence))
+    links, w = _link_all(list(usable.values()), seed)
+    learned = []
+    good = (links.original_row >= 0) & (links.quality >= 0.9)
+    for c, d in doms.items():
+        if c in usable or not good.any():
+            continue
+        mapped = learn_labels(d, links.original_row[good], np.flatnonzero(good))
+        if mapped is not None:
+            doms[c] = usable[c] = mapped
+            learned.append(c)
+    if learned:
+        links, w = _link_all(list(usable.values()), seed)
+        evidence.append(f"labels learned from the rows that link on the other columns: "
+                        f"{', '.join(learned)}")
+    chance_table = "control" if control is not None else "original"
+    chance_from = ("the control's rows" if control is not None else
+                   "the original's rows, each kept from its own match")
+    chance_links, n_chance = _chance(list(usable.values()), w, chance_table, seed)
+    tau, share_r, share_c = _threshold(links, chance_links, n_chance)
+    significant = _significant(share_r, n_r, share_c, n_chance)
+    linked_share = max(0.0, (share_r - share_c) / max(1 - share_c, 1e-12)) if significant \
+        else 0.0
+    linked = (links.original_row >= 0) & (links.quality >= tau - 1e-12)
+    n_linked = int(linked.sum())
+    evidence.append(f"{share_r:.1%} of released rows link to an original row at quality "
+                    f"{tau:g} or more on {len(usable)} column(s); {share_c:.1%} of "
+                    f"{chance_from} do: chance")
+    if linked_share >= KEPT_SHARE:
+        kind = "subsample" if n_linked < SUBSAMPLE_BELOW * n_o else "kept"
+        evidence.append(f"{linked_share:.1%} of released rows are original records beyond "
+                        f"chance; they are {n_linked / max(n_o, 1):.1%} of the original's "
+                        f"rows: {KIND_WORDS[kind]}")
+    elif linked_share > 0:
+        kind = "mixed"
+        evidence.append(f"{linked_share:.1%} of released rows are original records beyond "
+                        "chance, the rest new rows: a mixed release")
+    else:
+        kind = "synthetic"
+        evidence.append("no more released rows link than chance gives: new (synthetic) rows")
+    transforms = _transforms(doms, kind, links, linked)
+    columns = _columns(original, released, doms, readings, transforms)
+    rows = {"original": n_o, "released": n_r, "linked": n_linked,
+            **({"control": len(control)} if control is not None else {})}
+    return ReleaseDiff(kind, linked_share, share_r, share_c, chance_from, tau, rows, columns,
+                       tuple(evidence), links, linked)
+
+
+def _columns(original: pd.DataFrame, released: pd.DataFrame,
+             doms: Mapping[str, ColumnDomain], readings: Mapping[str, ColumnReading],
+             transforms: Mapping[str, tuple[str, dict[str, Any]]]) -> dict[str, ColumnDiff]:
+    out: dict[str, ColumnDiff] = {}
+    for c in dict.fromkeys([*map(str, original.columns), *map(str, released.columns)]):
+        if c in doms:
+            transform, detail = transforms[c]
+            d = doms[c]
+            out[c] = ColumnDiff(c, transform, d.wild_share, readings[c], d.how, detail)
+        elif c in released.columns and c not in original.columns:
+            out[c] = ColumnDiff(c, "added", 0.0, readings[c])
+        elif c in original.columns and c not in released.columns:
+            out[c] = ColumnDiff(c, "absent", 0.0, readings[c])
+        else:  # in both but not the control's: not compared
+            out[c] = ColumnDiff(c, "kept", 0.0, readings[c], "not compared (the control "
+                                "lacks it)")
+    return out

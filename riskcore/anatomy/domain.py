@@ -1,0 +1,278 @@
+"""One column of the original put into the release's domain, from the values alone.
+
+A release generalizes, rounds, top-codes, masks or relabels a column, suppresses cells, or keeps
+it as it was; before rows can be compared the original's values must be mapped the way the
+release mapped them. What the values show is enough for most of it:
+
+* **kept**: the release's values are the original's;
+* **interval**: the released labels are intervals (``30-34``, ``[30, 35)``, ``80+``) and the
+  original holds numbers: each number goes to the label that holds it;
+* **mask**: released labels end in ``*`` (``021**``): each value goes to the pattern it fits;
+* **round**: every released number is a multiple of a unit the original's numbers are not
+  (income to the thousand);
+* **top_code** / **bottom_code**: released numbers stop at a bound that holds the original's
+  tail (ages above 85 at 85);
+* **labels**: other labels (regions merged under new names): learned from the rows that link on
+  the other columns (:func:`learn_labels`).
+
+Each table's cells become integer codes in one space shared by the tables (``MISSING`` where a
+cell is missing, ``WILD`` where the release suppressed it: ``*`` and its like match anything);
+a numeric column also keeps its numbers, for distances (noise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..alignment import _map_intervals, _map_mask, _text
+from ..data import distinct, looks_numeric, number_series
+from ..generalization import parse_interval
+from .reading import marker_candidates
+
+MISSING = -1
+WILD = -2
+#: released cells that mean "any value" (sdcMicro and ARX write these)
+TOKENS = ("*", "**", "***", "****")
+#: the units a rounding is looked for at, largest first
+UNITS = (100_000.0, 50_000.0, 10_000.0, 5_000.0, 1_000.0, 500.0, 100.0, 50.0, 25.0, 10.0,
+         5.0, 2.0, 1.0, 0.5, 0.1, 0.01)
+#: a column whose released values are the original's at least this often is kept
+KEPT = 0.99
+
+
+@dataclass(frozen=True)
+class ColumnDomain:
+    """One shared column in the release's domain.
+
+    Attributes:
+        how: kept, interval, mask, round, top_code, bottom_code, labels (to be learned from
+            linked rows) or learned (labels mapped by them).
+        detail: what the mapping is (a width, a unit, a bound, a label map's size).
+        codes: table -> int64 codes in one space (MISSING, WILD for suppressed cells).
+        numbers: table -> float values after the mapping (NaN: missing), for numeric columns.
+        kept_share: the share of the release's shown cells whose value the mapped original
+            takes.
+        wild_share: the share of the release's cells that are suppressed (a token, or
+            missing where the original has a value).
+        markers: the cells read as missing (``N``, ``-9``...).
+    """
+
+    name: str
+    how: str
+    codes: Mapping[str, np.ndarray]
+    numbers: Mapping[str, np.ndarray] | None = None
+    kept_share: float = 1.0
+    wild_share: float = 0.0
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    markers: tuple[str, ...] = ()
+
+    @property
+    def comparable(self) -> bool:
+        """Rows can be compared on it (its labels are known in the release's domain)."""
+        return self.how != "labels"
+
+    @property
+    def numeric(self) -> bool:
+        return self.numbers is not None
+
+
+def _clean_text(series: pd.Series, markers: Sequence[str]) -> pd.Series:
+    """The column as stripped text, a Categorical, with the markers missing."""
+    text = _text(series)
+    if not isinstance(text.dtype, pd.CategoricalDtype):
+        text = text.astype("category")
+    cats = text.cat.categories.astype(str).str.strip()
+    text = text.cat.rename_categories(cats) if cats.is_unique else text.map(
+        lambda v: v.strip() if isinstance(v, str) else v).astype("category")
+    if markers:
+        drop = [m for m in markers if m in text.cat.categories]
+        if drop:
+            text = text.cat.remove_categories(drop)
+    return text
+
+
+def _joint_codes(texts: Mapping[str, pd.Series], wild: Sequence[str] = ()
+                 ) -> dict[str, np.ndarray]:
+    """Codes of several text columns in one space (MISSING, WILD for ``wild`` labels), from
+    each column's categories: no pass of Python objects over the rows."""
+    parts = {t: distinct(s) for t, s in texts.items()}
+    union = pd.Index(pd.unique(np.concatenate(
+        [np.asarray(u, dtype=object) for _, u in parts.values()] or [np.array([], object)])),
+        dtype=object)
+    wild_set = set(wild)
+    out = {}
+    for t, (codes, uniques) in parts.items():
+        lookup = union.get_indexer(pd.Index(np.asarray(uniques, dtype=object)))
+        lookup = np.where(np.isin(np.asarray(uniques, dtype=object), list(wild_set)), WILD,
+                          lookup) if wild_set else lookup
+        out[t] = np.append(lookup, MISSING).astype(np.int64)[np.asarray(codes, np.int64)]
+    return out
+
+
+def _number_codes(numbers: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    joint = np.concatenate(list(numbers.values()))
+    finite = np.isfinite(joint)
+    _, inverse = np.unique(joint[finite], return_inverse=True)
+    codes = np.full(joint.size, MISSING, dtype=np.int64)
+    codes[finite] = inverse
+    out, start = {}, 0
+    for t, x in numbers.items():
+        out[t] = codes[start:start + x.size]
+        start += x.size
+    return out
+
+
+def _multiple_of(x: np.ndarray, unit: float) -> np.ndarray:
+    q = x / unit
+    return np.abs(q - np.round(q)) < 1e-9 * np.maximum(1.0, np.abs(q))
+
+
+def _rounding(x_o: np.ndarray, x_r: np.ndarray) -> float | None:
+    """The unit every released number is a multiple of while most of the original's are not
+    (a rounding), or None."""
+    r = np.unique(x_r[np.isfinite(x_r)])
+    o = x_o[np.isfinite(x_o)]
+    if r.size < 2 or o.size == 0:
+        return None
+    sample = np.unique(o)
+    for unit in UNITS:
+        if _multiple_of(r, unit).all() and _multiple_of(sample, unit).mean() < 0.8:
+            return unit
+    return None
+
+
+def _round(x: np.ndarray, unit: float) -> np.ndarray:
+    return np.sign(x) * np.floor(np.abs(x) / unit + 0.5) * unit
+
+
+def _codes_of(x_r: np.ndarray, x_o: np.ndarray, bound: float, above: bool) -> bool:
+    """Released numbers stop at ``bound``, which collects the original's tail beyond it: at
+    least ten released cells sit on it, as many as half the original's tail, and the tail is
+    well beyond the original's own cells at the bound (mass accumulated, not a maximum)."""
+    o = x_o[np.isfinite(x_o)]
+    r = x_r[np.isfinite(x_r)]
+    beyond = o > bound if above else o < bound
+    if not beyond.any() or r.size == 0:
+        return False
+    on_bound = r == bound
+    tail = np.mean((o >= bound) if above else (o <= bound))
+    return bool(on_bound.sum() >= 10 and on_bound.mean() >= 0.5 * tail
+                and tail >= 2 * np.mean(o == bound))
+
+
+def column_domain(name: str, columns: Mapping[str, pd.Series],
+                  markers: Sequence[str] = ()) -> ColumnDomain:
+    """``columns`` (table -> the column: ``original``, ``released``, and others mapped as the
+    original is) in the release's domain (see the module doc)."""
+    found = tuple(sorted({m for s in columns.values() for m in marker_candidates(s)}
+                         | set(markers)))
+    texts = {t: _clean_text(s, found) for t, s in columns.items()}
+    rel = texts["released"]
+    labels = [str(v) for v in rel.cat.categories]
+    tokens = [v for v in labels if v in TOKENS]
+    shown_rel = rel.cat.remove_categories(tokens) if tokens else rel
+    others = {t: s for t, s in texts.items() if t != "released"}
+    ori = others["original"]
+    n_r = max(len(rel), 1)
+    ori_missing = float(ori.isna().mean())
+    wild_share = float(rel.isin(tokens).mean()) if tokens else 0.0
+    wild_share += max(0.0, float(shown_rel.isna().mean()) - wild_share - ori_missing)
+    numeric = looks_numeric(ori) and looks_numeric(shown_rel) and shown_rel.notna().any()
+    if numeric:
+        x = {t: number_series(s).to_numpy(dtype=float) for t, s in others.items()}
+        x_r = number_series(shown_rel).to_numpy(dtype=float)
+        how, detail = "kept", {}
+        unit = _rounding(x["original"], x_r)
+        if unit is not None:
+            x = {t: _round(v, unit) for t, v in x.items()}
+            how, detail = "round", {"unit": unit}
+        finite_r = x_r[np.isfinite(x_r)]
+        if finite_r.size:
+            top, bottom = float(finite_r.max()), float(finite_r.min())
+            if _codes_of(x_r, x["original"], top, above=True):
+                x = {t: np.where(v > top, top, v) for t, v in x.items()}
+                how, detail = ("top_code" if how == "kept" else how), {**detail, "top": top}
+            if _codes_of(x_r, x["original"], bottom, above=False):
+                x = {t: np.where(v < bottom, bottom, v) for t, v in x.items()}
+                how = "bottom_code" if how == "kept" else how
+                detail = {**detail, "bottom": bottom}
+        numbers = {**x, "released": x_r}
+        codes = _number_codes(numbers)
+        if tokens:
+            codes["released"] = np.where(rel.isin(tokens).to_numpy(), WILD, codes["released"])
+        kept = _kept_share(codes)
+        return ColumnDomain(name, how, codes, numbers, kept, wild_share, detail, found)
+    shown = [v for v in labels if v not in tokens]
+    mapped: dict[str, pd.Series] = {}
+    how, detail = "kept", {}
+    ori_numeric = looks_numeric(ori) and ori.notna().any()
+    intervals = [v for v in shown if parse_interval(v) is not None]
+    if ori_numeric and shown and len(intervals) >= 0.9 * len(shown):
+        mapped = {t: _map_intervals(s, intervals) for t, s in others.items()}
+        widths = [iv.width for v in intervals if (iv := parse_interval(v)) is not None
+                  and math.isfinite(iv.width)]
+        how, detail = "interval", {"labels": len(intervals),
+                                   "width": float(np.median(widths)) + 1 if widths else None}
+    elif shown and sum(v.endswith("*") for v in shown) >= 0.5 * len(shown):
+        mapped = {t: _map_mask(s, shown, "*") for t, s in others.items()}
+        how, detail = "mask", {"labels": len(shown)}
+    else:
+        mapped = dict(others)
+    codes = _joint_codes({**{t: _text(s) for t, s in mapped.items()}, "released": rel},
+                         wild=tokens)
+    kept = _kept_share(codes)
+    if how == "kept" and kept < KEPT:
+        how = "labels"
+    return ColumnDomain(name, how, codes, None, kept, wild_share, detail, found)
+
+
+def _kept_share(codes: Mapping[str, np.ndarray]) -> float:
+    """The share of the release's shown cells whose code the original takes."""
+    rel = codes["released"]
+    shown = rel[rel >= 0]
+    if shown.size == 0:
+        return 1.0
+    present = np.zeros(int(max(shown.max(), codes["original"].max(initial=0))) + 1, bool)
+    ori = codes["original"]
+    present[ori[ori >= 0]] = True
+    return float(present[shown].mean())
+
+
+def learn_labels(dom: ColumnDomain, original_rows: np.ndarray, released_rows: np.ndarray,
+                 min_share: float = 0.8) -> ColumnDomain | None:
+    """A relabelled column's map from the original's values to the release's labels, read off
+    linked rows (``original_rows[i]`` linked to ``released_rows[i]``): each original value goes
+    to the label most of its linked rows show, when at least ``min_share`` do. None when too
+    few values map so (the column stays incomparable)."""
+    ori = dom.codes["original"][original_rows]
+    rel = dom.codes["released"][released_rows]
+    ok = (ori >= 0) & (rel >= 0)
+    if ok.sum() < 20:
+        return None
+    pairs = pd.DataFrame({"o": ori[ok], "r": rel[ok]}).value_counts().reset_index(
+        name="n").sort_values(["o", "n"], ascending=[True, False], kind="stable")
+    total = pairs.groupby("o")["n"].transform("sum")
+    best = pairs.drop_duplicates("o")
+    share = (best["n"] / total[best.index]).to_numpy()
+    good = best[share >= min_share]
+    covered = good["n"].sum() / max(int(ok.sum()), 1)
+    if covered < 0.9:
+        return None
+    size = int(max(dom.codes["original"].max(initial=0),
+                   dom.codes["released"].max(initial=0))) + 1
+    lookup = np.full(size + 1, MISSING, dtype=np.int64)
+    lookup[good["o"].to_numpy()] = good["r"].to_numpy()
+    codes = dict(dom.codes)
+    for t, c in dom.codes.items():
+        if t != "released":
+            codes[t] = np.where(c >= 0, lookup[np.maximum(c, 0)], c)
+    n_orig = int(np.unique(dom.codes["original"][dom.codes["original"] >= 0]).size)
+    n_rel = int(np.unique(good["r"]).size)
+    return replace(dom, how="learned", codes=codes, kept_share=_kept_share(codes),
+                   detail={"merged": n_orig, "into": n_rel})

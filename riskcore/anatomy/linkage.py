@@ -1,0 +1,367 @@
+"""Record linkage: each row of a query table (the release, the control, the original itself)
+linked to the original row it comes from, or to none; linear-logarithmic in the rows.
+
+**Candidates (blocking).** Rows are compared only with the original rows that share their
+values on a few columns: one pass on every comparable column (exact copies, generalized rows),
+then one pass per *key*, a short run of columns starting at each column in turn and long
+enough that a key's value holds a handful of original rows (expected block size at most
+:data:`BLOCK`, from the columns' collision rates), so that a row whose values changed in some
+columns (swapping, PRAM, noise) still meets its source through a key that avoids them; and,
+for numeric columns, the nearest original rows in sorted order (sorted neighbourhood), so that
+noise does not hide a row. A block with more than :data:`CAP` original rows is passed over
+(its rows are alike; another key separates them).
+
+**Scores.** Each candidate pair is scored as Fellegi and Sunter do (JASA 1969): per column, the
+log-likelihood ratio of agreeing (log2 m/u) or disagreeing (log2 (1-m)/(1-u)), u the chance two
+random rows agree (the column's collision rate), m the chance a true pair does (0.95); a
+suppressed or missing cell says nothing (0). Numbers agree by degrees: fully within
+``tolerance`` (the column's resolution), not at all beyond four times it.
+
+**Assignment.** Each original row is linked to one query row at most: in rounds, every query
+row proposes its best free candidate and every original row accepts its best proposal, until
+no proposal is left (a greedy matching, vectorized).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..equivalence import group_rows
+from .domain import ColumnDomain
+
+#: the expected number of original rows a key's value holds
+BLOCK = 6.0
+#: a block with more original rows is passed over
+CAP = 40
+#: the pass on every column keeps larger blocks (identical rows)
+CAP_ALL = 400
+#: at most this many keys
+MAX_KEYS = 12
+#: the neighbours taken on each side in sorted order, per numeric column
+WINDOW = 3
+#: the chance a true pair agrees on a column (Fellegi-Sunter m)
+M = 0.95
+#: rounds of the assignment
+ROUNDS = 12
+
+
+@dataclass(frozen=True)
+class Links:
+    """The linkage of a query table to the original.
+
+    Attributes:
+        original_row: per query row, the original row it is assigned (-1: none).
+        score: its Fellegi-Sunter score (-inf: none).
+        quality: the score over the best a row with the same cells shown could get (1: every
+            compared column agrees).
+        agree: the columns that agree (fully) with the assigned row.
+        compared: the columns compared (shown in both).
+    """
+
+    original_row: np.ndarray
+    score: np.ndarray
+    quality: np.ndarray
+    agree: np.ndarray
+    compared: np.ndarray
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The comparable columns of one table: codes (n, m) and numbers (n, k)."""
+
+    codes: np.ndarray
+    numbers: np.ndarray
+
+
+def matrices(columns: Sequence[ColumnDomain], table: str) -> Matrix:
+    codes = np.column_stack([c.codes[table] for c in columns]) if columns else \
+        np.zeros((0, 0), np.int64)
+    numeric = [c for c in columns if c.numbers is not None]
+    numbers = (np.column_stack([c.numbers[table] for c in numeric])  # type: ignore[index]
+               if numeric else np.zeros((codes.shape[0], 0)))
+    return Matrix(codes, numbers)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Per column: the agree and disagree weights; per numeric column its tolerance."""
+
+    agree: np.ndarray
+    disagree: np.ndarray
+    numeric: np.ndarray  # index into the columns of each numeric column
+    tolerance: np.ndarray
+    collision: np.ndarray
+
+
+def weights(columns: Sequence[ColumnDomain], original: Matrix, seed: int = 0) -> Weights:
+    """Fellegi-Sunter weights from the original's values (u: two random rows agree)."""
+    m = len(columns)
+    u = np.empty(m)
+    for j in range(m):
+        codes = original.codes[:, j]
+        shown = codes[codes >= 0]
+        counts = np.bincount(shown) if shown.size else np.zeros(1)
+        p = counts / max(counts.sum(), 1)
+        u[j] = float(np.sum(p * p))
+    numeric_index = np.array([j for j, c in enumerate(columns) if c.numbers is not None],
+                             dtype=np.int64)
+    tolerance = np.zeros(numeric_index.size)
+    rng = np.random.default_rng(seed)
+    for k, j in enumerate(numeric_index):
+        x = original.numbers[:, k]
+        x = x[np.isfinite(x)]
+        if x.size < 2:
+            continue
+        values = np.unique(x)
+        step = float(np.min(np.diff(values))) if values.size > 1 else 0.0
+        spread = float(np.subtract(*np.quantile(x, [0.9, 0.1])))
+        tolerance[k] = max(step, 0.02 * spread)
+        a, b = rng.choice(x, 4000), rng.choice(x, 4000)
+        u[j] = max(u[j], float(np.mean(np.abs(a - b) <= tolerance[k])))
+    u = np.clip(u, 1e-6, 0.999)
+    return Weights(np.log2(M / u), np.log2((1 - M) / (1 - u)), numeric_index, tolerance, u)
+
+
+def _pairs_on(key_q: np.ndarray, key_o: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """(query row, original row) pairs that share a key (-1: no key), blocks of at most ``cap``
+    original rows."""
+    ok_o = np.flatnonzero(key_o >= 0)
+    ok_q = np.flatnonzero(key_q >= 0)
+    if ok_o.size == 0 or ok_q.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    order = ok_o[np.argsort(key_o[ok_o], kind="stable")]
+    sorted_keys = key_o[order]
+    lo = np.searchsorted(sorted_keys, key_q[ok_q], side="left")
+    hi = np.searchsorted(sorted_keys, key_q[ok_q], side="right")
+    size = hi - lo
+    keep = (size > 0) & (size <= cap)
+    q, lo, size = ok_q[keep], lo[keep], size[keep]
+    if q.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    rep_q = np.repeat(q, size)
+    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(size)[:-1])), size)
+    pos = np.arange(rep_q.size) + starts
+    return rep_q, order[pos]
+
+
+def binned(m: Matrix, w: Weights, shift: bool) -> np.ndarray:
+    """The codes with each numeric column's numbers in bins of four tolerances (``shift``: the
+    grid moved by half a bin): two rows within two tolerances share a bin in one of the two
+    grids, so that noise does not keep a row from its source's key."""
+    codes = m.codes.copy()
+    for k, j in enumerate(w.numeric):
+        width = 4 * max(float(w.tolerance[k]), 1e-12)
+        x = m.numbers[:, k] + (width / 2 if shift else 0.0)
+        ok = np.isfinite(x) & (m.codes[:, j] >= 0)
+        codes[:, j] = np.where(ok, np.floor(np.where(ok, x, 0) / width), m.codes[:, j])
+    return codes
+
+
+def _keys(codes_q: np.ndarray, codes_o: np.ndarray, cols: Sequence[int]
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Joint keys of the query and original rows on ``cols`` (-1 where a cell is missing or
+    suppressed)."""
+    both = np.vstack([codes_q[:, cols], codes_o[:, cols]])
+    ids, _ = group_rows(both)
+    ids = ids.astype(np.int64)
+    ids[(both < 0).any(axis=1)] = -1
+    return ids[:codes_q.shape[0]], ids[codes_q.shape[0]:]
+
+
+def key_columns(w: Weights, n_original: int, m: int) -> list[list[int]]:
+    """The blocking keys: from each column in turn (most informative first), the columns
+    after it until a key's value is expected to hold at most :data:`BLOCK` original rows."""
+    order = list(np.argsort(w.collision))  # most informative first
+    keys: list[list[int]] = []
+    for start in range(len(order)):
+        cols, expected = [], float(n_original)
+        for step in range(len(order)):
+            j = int(order[(start + step) % len(order)])
+            cols.append(j)
+            expected *= float(w.collision[j])
+            if expected <= BLOCK:
+                break
+        key = sorted(cols)
+        if key not in keys and len(key) < m:
+            keys.append(key)
+        if len(keys) >= MAX_KEYS:
+            break
+    return keys
+
+
+def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
+               fuzzy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs (query row, original row) of the query rows ``rows``, distinct: on
+    exact values (the pass on every column and the keys), or, ``fuzzy``, on numbers binned and
+    in sorted order (rows whose numbers carry noise)."""
+    sub = Matrix(query.codes[rows], query.numbers[rows])
+    m = sub.codes.shape[1]
+    found_q, found_o = [], []
+    numeric = set(int(j) for j in w.numeric)
+    if fuzzy:
+        grids = [(binned(sub, w, shift), binned(original, w, shift)) for shift in (False, True)]
+    else:
+        grids = [(sub.codes, original.codes)]
+    keys = ([list(range(m))] + key_columns(w, original.codes.shape[0], m)) if m else []
+    for i, cols in enumerate(keys):
+        if fuzzy and not numeric & set(cols):
+            continue  # the same key as the exact pass's
+        for codes_q, codes_o in grids:
+            kq, ko = _keys(codes_q, codes_o, cols)
+            q, o = _pairs_on(kq, ko, CAP_ALL if i == 0 else CAP)
+            found_q.append(q)
+            found_o.append(o)
+    if fuzzy:
+        for k in _sorted_columns(original):  # sorted neighbourhood
+            x_o = original.numbers[:, k]
+            ok_o = np.flatnonzero(np.isfinite(x_o))
+            order = ok_o[np.argsort(x_o[ok_o], kind="stable")]
+            x_q = sub.numbers[:, k]
+            ok_q = np.flatnonzero(np.isfinite(x_q))
+            pos = np.searchsorted(x_o[order], x_q[ok_q])
+            for d in range(-WINDOW, WINDOW):
+                at = pos + d
+                good = (at >= 0) & (at < order.size)
+                found_q.append(ok_q[good])
+                found_o.append(order[at[good]])
+    if not found_q:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    n_o = original.codes.shape[0]
+    pair = np.unique(np.concatenate(found_q).astype(np.int64) * n_o
+                     + np.concatenate(found_o).astype(np.int64))
+    return rows[pair // n_o], pair % n_o
+
+
+#: the numeric columns searched in sorted order: the few with the most distinct values
+SORTED_COLUMNS = 2
+
+
+def _sorted_columns(original: Matrix) -> list[int]:
+    counts = [np.unique(original.numbers[:, k][np.isfinite(original.numbers[:, k])]).size
+              for k in range(original.numbers.shape[1])]
+    ranked = [k for k in np.argsort(counts)[::-1] if counts[k] >= 50]
+    return [int(k) for k in ranked[:SORTED_COLUMNS]]
+
+
+#: the candidates kept per query row for the assignment (its best)
+KEEP = 6
+
+
+def _best(q: np.ndarray, o: np.ndarray, s: np.ndarray
+          ) -> np.ndarray:
+    """The indices of each query row's :data:`KEEP` best pairs."""
+    order = np.lexsort((-s, q))
+    qs = q[order]
+    start = np.r_[0, np.flatnonzero(qs[1:] != qs[:-1]) + 1]
+    rank = np.arange(qs.size) - np.repeat(start, np.diff(np.r_[start, qs.size]))
+    return order[rank < KEEP]
+
+
+def score(query: Matrix, original: Matrix, w: Weights, q: np.ndarray, o: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair: the score, the best a pair with these shown cells could get, the columns
+    that agree and the columns compared."""
+    total = np.zeros(q.size)
+    best = np.zeros(q.size)
+    agree = np.zeros(q.size, dtype=np.int32)
+    compared = np.zeros(q.size, dtype=np.int32)
+    numeric = {int(j): k for k, j in enumerate(w.numeric)}
+    for j in range(query.codes.shape[1]):
+        a, b = query.codes[q, j], original.codes[o, j]
+        shown = (a >= 0) & (b >= 0)
+        if j in numeric:
+            k = numeric[j]
+            x, y = query.numbers[q, k], original.numbers[o, k]
+            tol = max(float(w.tolerance[k]), 1e-12)
+            degree = np.clip(1.0 - np.maximum(np.abs(x - y) - tol, 0.0) / (3 * tol), 0.0, 1.0)
+            degree = np.where(np.isfinite(degree), degree, 0.0)
+        else:
+            degree = (a == b).astype(float)
+        part = degree * w.agree[j] + (1 - degree) * w.disagree[j]
+        total += np.where(shown, part, 0.0)
+        best += np.where(shown, w.agree[j], 0.0)
+        agree += (shown & (degree >= 1.0)).astype(np.int32)
+        compared += shown.astype(np.int32)
+    return total, best, agree, compared
+
+
+def assign(q: np.ndarray, o: np.ndarray, s: np.ndarray, n_query: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """A greedy one-to-one assignment: in rounds, each free query row proposes its best free
+    candidate, each original row accepts its best proposal. Equal scores are ordered by a hash
+    of the pair, so that rows alike (a block of identical rows) propose to different original
+    rows and a round matches most of them. Returns per query row the original row (-1) and
+    the index of the pair taken (-1)."""
+    taken_o = np.full(n_query, -1, dtype=np.int64)
+    taken_pair = np.full(n_query, -1, dtype=np.int64)
+    if q.size == 0:
+        return taken_o, taken_pair
+    spread = ((o.astype(np.uint64) * np.uint64(2654435761)
+               + q.astype(np.uint64) * np.uint64(40503)) % np.uint64(1 << 31)).astype(np.int64)
+    index = np.lexsort((spread, -s, q))  # by query, best score first, ties spread
+    q, o, s, spread = q[index], o[index], s[index], spread[index]
+    alive = np.ones(q.size, dtype=bool)
+    used = np.zeros(int(o.max()) + 1, dtype=bool)
+    for _ in range(ROUNDS):
+        live = np.flatnonzero(alive & ~used[o])
+        if live.size == 0:
+            break
+        first = live[np.r_[True, q[live][1:] != q[live][:-1]]]  # each query's best free
+        by_o = first[np.lexsort((spread[first], -s[first], o[first]))]
+        win = by_o[np.r_[True, o[by_o][1:] != o[by_o][:-1]]]  # each original's best
+        taken_o[q[win]] = o[win]
+        taken_pair[q[win]] = index[win]
+        used[o[win]] = True
+        done = np.zeros(n_query, dtype=bool)
+        done[q[win]] = True
+        alive &= ~done[q]
+    return taken_o, taken_pair
+
+
+def link(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray | None = None,
+         exclude_self: bool = False) -> Links:
+    """Link the query rows (``rows``, default all) to the original (see the module doc);
+    ``exclude_self``: the query is the original itself, and a row may not link to itself
+    (what chance gives an independent sample of the same people).
+
+    Two stages: candidates on exact values first; the rows whose best candidate agrees on
+    every compared column are done, the others get candidates on binned and sorted numbers
+    too (noise), so that the costlier search runs only where it can help."""
+    n_query = query.codes.shape[0]
+    rows = np.arange(n_query) if rows is None else np.asarray(rows, dtype=np.int64)
+
+    def scored(r: np.ndarray, fuzzy: bool) -> tuple[np.ndarray, ...]:
+        q, o = candidates(query, original, w, r, fuzzy)
+        if exclude_self:
+            keep = q != o
+            q, o = q[keep], o[keep]
+        return (q, o, *score(query, original, w, q, o))
+
+    q, o, s, best, agree, compared = scored(rows, fuzzy=False)
+    full = np.zeros(n_query, dtype=bool)
+    full[q[(agree == compared) & (compared > 0)]] = True
+    rest = rows[~full[rows]]
+    if rest.size and w.numeric.size:
+        more = scored(rest, fuzzy=True)
+        q, o, s, best, agree, compared = (np.concatenate([a, b]) for a, b in zip(
+            (q, o, s, best, agree, compared), more))
+        pair = q.astype(np.int64) * original.codes.shape[0] + o
+        _, first = np.unique(pair, return_index=True)
+        q, o, s, best, agree, compared = (a[first] for a in (q, o, s, best, agree, compared))
+    keep = _best(q, o, s)
+    q, o, s, best, agree, compared = (a[keep] for a in (q, o, s, best, agree, compared))
+    row, pair_taken = assign(q, o, s, n_query)
+    out_score = np.full(n_query, -np.inf)
+    quality = np.zeros(n_query)
+    out_agree = np.zeros(n_query, dtype=np.int32)
+    out_compared = np.zeros(n_query, dtype=np.int32)
+    has = pair_taken >= 0
+    taken = pair_taken[has]
+    out_score[has] = s[taken]
+    quality[has] = np.where(best[taken] > 0, s[taken] / best[taken], 0.0)
+    out_agree[has] = agree[taken]
+    out_compared[has] = compared[taken]
+    return Links(row, out_score, quality, out_agree, out_compared)

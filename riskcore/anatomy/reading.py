@@ -1,0 +1,163 @@
+"""How a column should be read: a code (a category) or a quantity (a number), with the evidence.
+
+An attacker reads a zip code as a code: two people in 02134 and 02135 are no closer than two in
+02134 and 98101. A column of integer codes read as numbers makes every distance attack weaker
+than the simplest attacker (a nearest-neighbour attack with zip as a code found 16.8 % of
+members at 1 % false positives where the same attack with zip as a number found 4.5 %: see
+docs/measures.md, membership). So the reading decides, in this order:
+
+1. a type the config declares (always wins);
+2. text: a category; a number written as a code (a leading zero, a plus sign, 16 digits or
+   more: :data:`riskcore.data.CODE_PATTERN`): a category;
+3. the name: a word of :data:`CODE_WORDS` (zip, puma, region, occupation, industry...) makes a
+   category, a word of :data:`QUANTITY_WORDS` (age, income, hours...) a quantity;
+4. the values of a column of whole numbers: sparse over their range (fewer than
+   :data:`DENSE` of the integers between the smallest and the largest occur, over more than
+   :data:`FEW_VALUES` values: codes with gaps) a category; a dense range a quantity; a handful
+   of values (at most :data:`FEW_VALUES`) could be either: the reading is **split**, and the
+   distance attacks run under both readings and report the worse;
+5. numbers with fractions: a quantity.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..data import NUMBER_PATTERN, looks_numeric, number_series, used_values, written_as_code
+from ..roles import ColumnType
+
+#: words of a column's name that make its whole numbers codes
+CODE_WORDS = frozenset({
+    "zip", "zipcode", "postcode", "postal", "plz", "code", "codes", "id", "puma", "region",
+    "state", "st", "county", "district", "area", "fips", "naics", "soc", "isco", "nace",
+    "occupation", "occ", "occp", "socp", "industry", "ind", "indp", "naicsp", "country",
+    "cit", "nativity", "pob", "pobp", "division", "div", "msa", "cbsa", "tract", "block",
+    "geo", "geography", "ward", "municipality", "province", "canton", "lga", "icd", "diag",
+    "diagnosis", "procedure", "cpt", "category", "class", "type", "group", "race", "rac1p",
+    "hisp", "ethnicity", "mar", "marital", "schl", "religion", "language", "lanp", "relp",
+    "relationship", "sex", "gender", "cow", "esr", "status"})
+#: words of a column's name that make it a quantity
+QUANTITY_WORDS = frozenset({
+    "age", "agep", "income", "salary", "wage", "wages", "earnings", "pincp", "wagp", "pernp",
+    "hincp", "hours", "hrs", "wkhp", "count", "amount", "price", "cost", "weight", "wgt",
+    "height", "size", "days", "weeks", "years", "months", "duration", "balance", "score",
+    "rate", "pct", "percent", "number", "num", "total", "sum", "length", "distance", "bmi",
+    "dose", "visits", "children", "persons", "np", "rooms", "value", "tax", "debt", "limit"})
+#: a handful of whole numbers: a code or a count, the evidence is split
+FEW_VALUES = 20
+#: whole numbers that fill at least this share of their range read as a quantity
+DENSE = 0.3
+
+_WORDS = re.compile(r"[a-z]+")
+
+
+def name_words(name: str) -> set[str]:
+    """A column name's words: ``householdId``, ``household_id`` and ``HOUSEHOLD ID`` give
+    {household, id}."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name))
+    return set(_WORDS.findall(spaced.lower()))
+
+
+def named(name: str, vocabulary: frozenset[str] | Sequence[str]) -> bool:
+    """The name has a word of ``vocabulary``, or is one when its separators are dropped."""
+    joined = re.sub(r"[^a-z]", "", str(name).lower())
+    return bool(name_words(name) & set(vocabulary)) or joined in vocabulary
+
+
+@dataclass(frozen=True)
+class ColumnReading:
+    """How a column is read: ``categorical`` or ``numeric``; ``split`` when the evidence
+    supports both (the distance attacks then take the worse of the two readings)."""
+
+    name: str
+    type: str
+    split: bool
+    evidence: tuple[str, ...]
+
+    @property
+    def other(self) -> str:
+        """The other reading (what a split column is also measured as)."""
+        return "numeric" if self.type == "categorical" else "categorical"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"type": self.type, "split": self.split, "evidence": list(self.evidence)}
+
+
+def read_column(name: str, columns: Sequence[pd.Series],
+                declared: ColumnType | None = None) -> ColumnReading:
+    """The reading of column ``name`` from its cells in every table (see the module doc)."""
+    if declared is not None:
+        typ = "numeric" if declared.is_numeric else "categorical"
+        return ColumnReading(name, typ, False, (f"declared {declared.value} in the config",))
+    present = [s for s in columns if s.notna().any()]
+    if not present:
+        return ColumnReading(name, "categorical", False, ("every value is missing",))
+    if any(written_as_code(s) for s in present):
+        return ColumnReading(name, "categorical", False, (
+            "numbers written as codes (a leading zero, a plus sign or 16 digits and more)",))
+    if not all(looks_numeric(s) for s in present):
+        return ColumnReading(name, "categorical", False, ("text values",))
+    values = np.concatenate([number_series(pd.Series(used_values(s))).to_numpy(dtype=float)
+                             for s in present])
+    values = values[np.isfinite(values)]
+    whole = bool(values.size) and bool(np.all(values == np.round(values)))
+    distinct = np.unique(values)
+    if named(name, QUANTITY_WORDS) and not named(name, ("id", "code", "zip", "puma")):
+        return ColumnReading(name, "numeric", False, ("named like a quantity",))
+    if whole and named(name, CODE_WORDS):
+        return ColumnReading(name, "categorical", False, (
+            f"whole numbers, named like a code ({distinct.size:,} distinct values)",))
+    if not whole:
+        return ColumnReading(name, "numeric", False, ("numbers with fractions",))
+    span = float(distinct.max() - distinct.min() + 1) if distinct.size else 1.0
+    density = distinct.size / span
+    if distinct.size <= FEW_VALUES:
+        return ColumnReading(name, "categorical", True, (
+            f"{distinct.size} whole numbers: a code or a small count; measured both ways",))
+    if density < DENSE:
+        return ColumnReading(name, "categorical", False, (
+            f"{distinct.size:,} whole numbers spread over {span:,.0f} (only {density:.0%} of "
+            "the range occurs): codes with gaps",))
+    return ColumnReading(name, "numeric", False, (
+        f"{distinct.size:,} whole numbers filling {density:.0%} of their range: a quantity",))
+
+
+def read_columns(frames: Mapping[str, pd.DataFrame], names: Sequence[str],
+                 declared: Mapping[str, ColumnType] | None = None
+                 ) -> dict[str, ColumnReading]:
+    """The reading of every column of ``names`` over the tables that hold it."""
+    declared = declared or {}
+    return {c: read_column(c, [df[c] for df in frames.values() if c in df.columns],
+                           declared.get(c)) for c in names}
+
+
+#: tokens that survey and statistical tools write for "missing" (checked per column)
+MARKER_CANDIDATES = ("N", "NA", "N/A", "?", ".", "-", "--", "*", "missing", "unknown",
+                     "-9", "-99", "-999", "-8", "-7")
+
+
+def marker_candidates(series: pd.Series) -> tuple[str, ...]:
+    """Tokens among a column's values that mean missing: every other value is a number (a
+    numeric column with ``N`` or ``?`` in it), or a negative code in a column of non-negative
+    numbers (``-9`` beside ages). Each distinct value is looked at once."""
+    values = pd.Series(np.asarray(used_values(series), dtype=object)).map(
+        lambda v: v.strip() if isinstance(v, str) else str(v))
+    if values.empty:
+        return ()
+    is_number = values.str.match(NUMBER_PATTERN).to_numpy(dtype=bool)
+    candidates = set(MARKER_CANDIDATES)
+    in_set = values.isin(candidates).to_numpy()
+    if (~is_number & ~in_set).any() or not is_number.any():
+        return ()
+    text_markers = sorted(set(values[~is_number & in_set]))
+    numbers = pd.to_numeric(values[is_number], errors="coerce")
+    negative = sorted(str(v) for v, x in zip(values[is_number], numbers)
+                      if v in candidates and x < 0)
+    rest = numbers[~values[is_number].isin(negative)]
+    negative_markers = negative if len(rest) and float(rest.min()) >= 0 else []
+    return tuple(text_markers) + tuple(negative_markers)

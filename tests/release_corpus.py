@@ -217,3 +217,112 @@ def corpus(n: int = 6000, seed: int = 11) -> tuple[pd.DataFrame, pd.DataFrame, l
     releases = [make(o, rng) for make in METHODS.values()]
     releases += [synthetic(o, rng, seed), _mixed(o, rng, seed, False), _mixed(o, rng, seed, True)]
     return o, control, releases
+
+
+# ---------------------------------------------------------------- real data: national2019
+def national(seed: int = 3) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """NIST SDNist's extract of the 2019 American Community Survey (27,253 people, 24 columns,
+    ``N`` for "not applicable"), split at random into an original (70 %) and a held-out
+    control (30 %)."""
+    from tests.conftest import REFERENCE
+
+    data = pd.read_parquet(REFERENCE / "datasets/alc-paper/original/national2019.parquet")
+    order = np.random.default_rng(seed).permutation(len(data))
+    cut = int(len(data) * 0.7)
+    return (data.iloc[np.sort(order[:cut])].reset_index(drop=True),
+            data.iloc[np.sort(order[cut:])].reset_index(drop=True))
+
+
+def _n_numbers(s: pd.Series) -> pd.Series:
+    return pd.to_numeric(s.replace("N", np.nan), errors="coerce")
+
+
+def national_releases(o: pd.DataFrame, seed: int = 3) -> list[Release]:
+    """Releases of the national2019 original as other tools make them."""
+    rng = np.random.default_rng(seed)
+    n = len(o)
+    out = [kept_shuffled(o, rng), kept_dropped(o, rng)]
+    # sdcMicro-style k-anonymity (k = 6): ages in 10-year bands, then the rows of classes
+    # under 6 on the key variables removed (about a third of them)
+    rel = o.copy()
+    rel["AGEP"] = _band(rel["AGEP"], 10)
+    keys = ["PUMA", "AGEP", "SEX", "MSP", "RAC1P", "HISP"]
+    size = rel.groupby(keys)["SEX"].transform("size")
+    keep = np.flatnonzero((size >= 6).to_numpy())
+    rel, src = _shuffled(rel.iloc[keep].reset_index(drop=True), keep, rng)
+    out.append(Release("k6-suppressed", rel, "subsample" if keep.size < 0.9 * n else "kept",
+                       src, {"AGEP": "generalized"}))
+    # swapping: 20 % of five columns' values exchanged between random pairs
+    rel = o.copy()
+    swapped_cols = ["MSP", "EDU", "INDP", "DPHY", "NOC"]
+    for c in swapped_cols:
+        pairs = rng.choice(n, int(n * 0.2) // 2 * 2, replace=False)
+        a, b = pairs[::2], pairs[1::2]
+        values = rel[c].to_numpy().copy()
+        values[a], values[b] = values[b], values[a].copy()
+        rel[c] = values
+    rel, src = _shuffled(rel, np.arange(n), rng)
+    out.append(Release("swapped", rel, "kept", src, {c: "perturbed" for c in swapped_cols},
+                       perturbed=True))
+    # noise on the quantities
+    rel = o.copy()
+    rel["AGEP"] = rel["AGEP"] + rng.integers(-1, 2, n)
+    income = _n_numbers(rel["PINCP"])
+    noisy = (income * rng.uniform(0.97, 1.03, n)).round()
+    rel["PINCP"] = np.where(income.isna(), "N", noisy.map(lambda v: f"{v:.1f}"))
+    rel, src = _shuffled(rel, np.arange(n), rng)
+    out.append(Release("noise", rel, "kept", src, {"AGEP": "perturbed", "PINCP": "perturbed"},
+                       perturbed=True))
+    # a generator's rows: every column drawn from its distribution within the person's PUMA
+    # and age band, as a simple synthesizer does (nobody's record, beyond chance)
+    out.append(Release("synthetic", _synthesize(o, n, rng), "synthetic", np.full(n, -1),
+                       real_share=0.0))
+    # SMOTE: each new row between a record and a neighbour of its PUMA and sex, numbers
+    # interpolated, the other values taken from one of the two
+    out.append(_smote(o, rng))
+    # a generator's rows with 15 % of the original's records in them
+    real = rng.choice(n, int(n * 0.15), replace=False)
+    rel = pd.concat([_synthesize(o, n - real.size, rng), o.iloc[real]], ignore_index=True)
+    src = np.concatenate([np.full(n - real.size, -1), real])
+    rel, src = _shuffled(rel, src, rng)
+    out.append(Release("mixed", rel, "mixed", src, real_share=0.15))
+    return out
+
+
+def _synthesize(o: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.DataFrame:
+    band = (o["AGEP"] // 10).astype(str) + "|" + o["PUMA"].astype(str)
+    groups = rng.choice(band.to_numpy(), n)
+    out = {}
+    for c in o.columns:
+        values = o[c].to_numpy()
+        by = pd.Series(np.arange(len(o))).groupby(band.to_numpy()).apply(np.asarray)
+        picks = np.empty(n, dtype=np.int64)
+        for g in np.unique(groups):
+            where_ = np.flatnonzero(groups == g)
+            picks[where_] = rng.choice(by[g], where_.size)
+        out[c] = values[picks]
+    return pd.DataFrame(out)
+
+
+def _smote(o: pd.DataFrame, rng: np.random.Generator) -> Release:
+    n = len(o)
+    group = o["PUMA"].astype(str) + "|" + o["SEX"].astype(str)
+    rows = rng.choice(n, n)
+    members = pd.Series(np.arange(n)).groupby(group.to_numpy()).apply(np.asarray)
+    mate = np.array([rng.choice(members[group.iloc[r]]) for r in rows])
+    t = rng.random(n)
+    rel = o.iloc[rows].reset_index(drop=True).copy()
+    other = o.iloc[mate].reset_index(drop=True)
+    for c in ("AGEP", "PWGTP", "WGTP"):
+        rel[c] = np.round(rel[c] + t * (other[c] - rel[c])).astype(int)
+    take = rng.random((n, len(o.columns))) < 0.5
+    for j, c in enumerate(o.columns):
+        if c in ("AGEP", "PWGTP", "WGTP"):
+            continue
+        rel[c] = np.where(take[:, j], other[c], rel[c])
+    # a SMOTE row is a record when its neighbour was itself or nothing changed
+    same = (rel.astype(str).to_numpy() == o.iloc[rows].astype(str).to_numpy()).all(axis=1)
+    src = np.where(same, rows, -1)
+    real = float(same.mean())
+    return Release("smote", rel, "mixed" if real > 0.02 else "synthetic", src,
+                   real_share=real)

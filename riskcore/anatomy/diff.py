@@ -13,9 +13,10 @@ share of released rows that are someone's record is ``linked_share = (L - C) / (
 the release's linked share and ``C`` chance's (zero unless the excess is significant, one-sided
 p < 0.001). The kind:
 
-* ``kept``: at least :data:`KEPT_SHARE` of the released rows are original records, as many as
-  :data:`SUBSAMPLE_BELOW` of the original's rows or more (generalized, suppressed, perturbed,
-  a few removed);
+* ``kept``: at least :data:`KEPT_SHARE` of the released rows are original records (or most of
+  them, :data:`MOST`, in a release with no more rows than the original: records perturbed in
+  many places), and the release has at least :data:`SUBSAMPLE_BELOW` as many rows as the
+  original (generalized, suppressed, perturbed, a few removed);
 * ``subsample``: original records, fewer than that (the fraction is said);
 * ``synthetic``: no more linked rows than chance gives;
 * ``mixed``: new rows with some original records (``linked_share`` says how many).
@@ -43,7 +44,10 @@ from .reading import ColumnReading, read_columns
 
 #: released rows that must be original records for a release to be kept rows
 KEPT_SHARE = 0.85
-#: kept records that are fewer than this share of the original's rows make a subsample
+#: ... or the majority, when the release has no more rows than the original (its records,
+#: perturbed: a new row is never a row of a release that holds only the original's)
+MOST = 0.5
+#: a release with fewer rows than this share of the original's is a subsample
 SUBSAMPLE_BELOW = 0.9
 #: chance is measured on at most this many rows (a seeded sample)
 CHANCE_ROWS = 20_000
@@ -194,19 +198,27 @@ def _chance(doms: Sequence[ColumnDomain], w: Weights, table: str, seed: int
     return link(query, original, w, rows=rows, exclude_self=table == "original"), rows.size
 
 
-def _threshold(rel: Links, chance: Links, chance_rows: int) -> tuple[float, float, float]:
-    """The quality threshold where the release's linked share most exceeds chance's, and
-    the two shares there."""
-    n_r = rel.original_row.size
+def _threshold(rel: Links, chance: Links, chance_rows: int, rel_rows: int
+               ) -> tuple[float, float, float]:
+    """The quality threshold where the share of released rows that are original records,
+    (L - C) / (1 - C), is largest (its 95 % lower bound) among those where the excess over
+    chance is significant: at every threshold that ratio is at most the true share (a
+    perturbed record can fall below a threshold; a new row matches as well as chance's rows
+    do), so the largest is the closest; and the two shares there. L and C are the shares of
+    rows whose best candidate reaches the threshold, each row on its own."""
     best = (THRESHOLDS[-1], 0.0, 0.0, -math.inf)
-    linked_r = rel.original_row >= 0
-    linked_c = chance.original_row >= 0
     for tau in THRESHOLDS:
-        share_r = float(np.mean(linked_r & (rel.quality >= tau - 1e-12))) if n_r else 0.0
-        share_c = float(np.sum(linked_c & (chance.quality >= tau - 1e-12)) /
-                        max(chance_rows, 1))
-        if share_r - share_c > best[3]:
-            best = (tau, share_r, share_c, share_r - share_c)
+        share_r = float(np.sum(rel.best_quality >= tau - 1e-12) / max(rel_rows, 1))
+        share_c = float(np.sum(chance.best_quality >= tau - 1e-12) / max(chance_rows, 1))
+        ratio = (share_r - share_c) / max(1 - share_c, 1e-12)
+        if not _significant(share_r, rel_rows, share_c, chance_rows):
+            ratio = min(ratio, 0.0)
+        # the largest lower confidence bound wins: a threshold where the ratio is as large
+        # but less certain (fewer rows behind it) does not
+        se = math.sqrt(share_r * (1 - share_r) / max(rel_rows, 1)
+                       + share_c * (1 - share_c) / max(chance_rows, 1)) / max(1 - share_c, 1e-9)
+        if ratio - 1.96 * se > best[3]:
+            best = (tau, share_r, share_c, ratio - 1.96 * se)
     return best[0], best[1], best[2]
 
 
@@ -303,7 +315,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     chance_from = ("the control's rows" if control is not None else
                    "the original's rows, each kept from its own match")
     chance_links, n_chance = _chance(list(usable.values()), w, chance_table, seed)
-    tau, share_r, share_c = _threshold(links, chance_links, n_chance)
+    tau, share_r, share_c = _threshold(links, chance_links, n_chance, n_r)
     significant = _significant(share_r, n_r, share_c, n_chance)
     linked_share = max(0.0, (share_r - share_c) / max(1 - share_c, 1e-12)) if significant \
         else 0.0
@@ -312,11 +324,17 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     evidence.append(f"{share_r:.1%} of released rows link to an original row at quality "
                     f"{tau:g} or more on {len(usable)} column(s); {share_c:.1%} of "
                     f"{chance_from} do: chance")
-    if linked_share >= KEPT_SHARE:
-        kind = "subsample" if n_linked < SUBSAMPLE_BELOW * n_o else "kept"
+    records = linked_share >= KEPT_SHARE or (
+        linked_share >= MOST and n_r <= n_o * (1 + PERTURBED))
+    if records:
+        kind = "subsample" if n_r < SUBSAMPLE_BELOW * n_o else "kept"
         evidence.append(f"{linked_share:.1%} of released rows are original records beyond "
-                        f"chance; they are {n_linked / max(n_o, 1):.1%} of the original's "
-                        f"rows: {KIND_WORDS[kind]}")
+                        f"chance; the release holds {n_r / max(n_o, 1):.1%} as many rows as "
+                        f"the original: {KIND_WORDS[kind]}")
+        if linked_share < KEPT_SHARE:
+            evidence.append("most released rows link to original records and the release has "
+                            "no more rows than the original: its records, perturbed in more "
+                            "places than a row links through (swapping, PRAM, noise)")
     elif linked_share > 0:
         kind = "mixed"
         evidence.append(f"{linked_share:.1%} of released rows are original records beyond "

@@ -179,7 +179,6 @@ def column_domain(name: str, columns: Mapping[str, pd.Series],
     shown_rel = rel.cat.remove_categories(tokens) if tokens else rel
     others = {t: s for t, s in texts.items() if t != "released"}
     ori = others["original"]
-    n_r = max(len(rel), 1)
     ori_missing = float(ori.isna().mean())
     wild_share = float(rel.isin(tokens).mean()) if tokens else 0.0
     wild_share += max(0.0, float(shown_rel.isna().mean()) - wild_share - ori_missing)

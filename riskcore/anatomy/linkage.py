@@ -33,15 +33,15 @@ from ..equivalence import group_rows
 from .domain import ColumnDomain
 
 #: the expected number of original rows a key's value holds
-BLOCK = 6.0
+BLOCK = 3.0
 #: a block with more original rows is passed over
-CAP = 40
+CAP = 16
 #: the pass on every column keeps larger blocks (identical rows)
 CAP_ALL = 400
 #: at most this many keys
-MAX_KEYS = 12
+MAX_KEYS = 8
 #: the neighbours taken on each side in sorted order, per numeric column
-WINDOW = 3
+WINDOW = 2
 #: the chance a true pair agrees on a column (Fellegi-Sunter m)
 M = 0.95
 #: rounds of the assignment
@@ -59,6 +59,9 @@ class Links:
             compared column agrees).
         agree: the columns that agree (fully) with the assigned row.
         compared: the columns compared (shown in both).
+        best_quality: the quality of each row's best candidate, whatever the other rows took
+            (how well a row matches someone: what chance is measured on, row by row, so that
+            it does not depend on how many rows compete for the same original rows).
     """
 
     original_row: np.ndarray
@@ -66,6 +69,7 @@ class Links:
     quality: np.ndarray
     agree: np.ndarray
     compared: np.ndarray
+    best_quality: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -321,47 +325,107 @@ def assign(q: np.ndarray, o: np.ndarray, s: np.ndarray, n_query: int
     return taken_o, taken_pair
 
 
+def _stage(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray, fuzzy: bool,
+           exclude_self: bool) -> tuple[np.ndarray, ...]:
+    """The candidates of one stage, scored, each query row's :data:`KEEP` best kept."""
+    q, o = candidates(query, original, w, rows, fuzzy)
+    if exclude_self:
+        keep = q != o
+        q, o = q[keep], o[keep]
+    parts = (q, o, *score(query, original, w, q, o))
+    best = _best(parts[0], parts[1], parts[2])
+    return tuple(a[best] for a in parts)
+
+
+def _identical(query: Matrix, original: Matrix, rows: np.ndarray, exclude_self: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Query rows identical to original rows on every column (none missing or suppressed),
+    each paired with a different one of them: a block of identical rows is matched row for
+    row (rows alike are interchangeable), so that no greedy round leaves one of them without
+    its copy. With ``exclude_self`` a row is paired with the next identical row, never itself
+    (a row with no twin is not paired)."""
+    m = query.codes.shape[1]
+    if m == 0 or rows.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    kq, ko = _keys(query.codes[rows], original.codes, list(range(m)))
+    ok_o = np.flatnonzero(ko >= 0)
+    order_o = ok_o[np.lexsort((ok_o, ko[ok_o]))]
+    keys_o = ko[order_o]
+    ok_q = np.flatnonzero(kq >= 0)
+    order_q = ok_q[np.lexsort((ok_q, kq[ok_q]))]
+    keys_q = kq[order_q]
+    if keys_q.size == 0 or keys_o.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    lo = np.searchsorted(keys_o, keys_q, side="left")
+    hi = np.searchsorted(keys_o, keys_q, side="right")
+    size = hi - lo
+    start_q = np.r_[0, np.flatnonzero(keys_q[1:] != keys_q[:-1]) + 1]
+    rank = np.arange(keys_q.size) - np.repeat(start_q, np.diff(np.r_[start_q, keys_q.size]))
+    if exclude_self:  # the next one of the block (the query rows are original rows here)
+        good = size >= 2
+        pick = lo + (rank + 1) % np.maximum(size, 1)
+    else:
+        good = rank < size
+        pick = lo + rank
+    q = rows[order_q[good]]
+    o = order_o[pick[good]]
+    return q, o
+
+
 def link(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray | None = None,
-         exclude_self: bool = False) -> Links:
+         exclude_self: bool = False, exact_only: bool = False) -> Links:
     """Link the query rows (``rows``, default all) to the original (see the module doc);
     ``exclude_self``: the query is the original itself, and a row may not link to itself
     (what chance gives an independent sample of the same people).
 
-    Two stages: candidates on exact values first; the rows whose best candidate agrees on
-    every compared column are done, the others get candidates on binned and sorted numbers
-    too (noise), so that the costlier search runs only where it can help."""
+    Rows identical to original rows are paired first (:func:`_identical`). The others get
+    candidates on exact values; those whose best candidate agrees on every compared column are
+    done, the rest get candidates on binned and sorted numbers too (noise), so that the
+    costlier search runs only where it can help (``exact_only``: never; a release judged
+    synthetic has no near copies beyond chance to find)."""
     n_query = query.codes.shape[0]
     rows = np.arange(n_query) if rows is None else np.asarray(rows, dtype=np.int64)
-
-    def scored(r: np.ndarray, fuzzy: bool) -> tuple[np.ndarray, ...]:
-        q, o = candidates(query, original, w, r, fuzzy)
-        if exclude_self:
-            keep = q != o
-            q, o = q[keep], o[keep]
-        return (q, o, *score(query, original, w, q, o))
-
-    q, o, s, best, agree, compared = scored(rows, fuzzy=False)
+    twin_q, twin_o = _identical(query, original, rows, exclude_self)
+    paired = np.zeros(n_query, dtype=bool)
+    paired[twin_q] = True
+    used = np.zeros(original.codes.shape[0], dtype=bool)
+    if not exclude_self:
+        used[twin_o] = True
+    rest = rows[~paired[rows]]
+    q, o, s, best, agree, compared = _stage(query, original, w, rest, False, exclude_self)
     full = np.zeros(n_query, dtype=bool)
     full[q[(agree == compared) & (compared > 0)]] = True
-    rest = rows[~full[rows]]
-    if rest.size and w.numeric.size:
-        more = scored(rest, fuzzy=True)
+    fuzzy = rest[~full[rest]]
+    if fuzzy.size and w.numeric.size and not exact_only:
+        more = _stage(query, original, w, fuzzy, True, exclude_self)
         q, o, s, best, agree, compared = (np.concatenate([a, b]) for a, b in zip(
             (q, o, s, best, agree, compared), more))
         pair = q.astype(np.int64) * original.codes.shape[0] + o
         _, first = np.unique(pair, return_index=True)
         q, o, s, best, agree, compared = (a[first] for a in (q, o, s, best, agree, compared))
-    keep = _best(q, o, s)
-    q, o, s, best, agree, compared = (a[keep] for a in (q, o, s, best, agree, compared))
-    row, pair_taken = assign(q, o, s, n_query)
+    quality_of = np.where(best > 0, s / np.where(best > 0, best, 1.0), 0.0)
+    best_quality = np.full(n_query, -np.inf)
+    np.maximum.at(best_quality, q, quality_of)
+    best_quality[twin_q] = 1.0
+    free = ~used[o] if not exclude_self else np.ones(o.size, dtype=bool)
+    row, pair_taken = assign(q[free], o[free], s[free], n_query)
+    index = np.flatnonzero(free)
     out_score = np.full(n_query, -np.inf)
     quality = np.zeros(n_query)
     out_agree = np.zeros(n_query, dtype=np.int32)
     out_compared = np.zeros(n_query, dtype=np.int32)
     has = pair_taken >= 0
-    taken = pair_taken[has]
+    taken = index[pair_taken[has]]
     out_score[has] = s[taken]
-    quality[has] = np.where(best[taken] > 0, s[taken] / best[taken], 0.0)
+    quality[has] = quality_of[taken]
     out_agree[has] = agree[taken]
     out_compared[has] = compared[taken]
-    return Links(row, out_score, quality, out_agree, out_compared)
+    row[twin_q] = twin_o
+    if twin_q.size:
+        full_score, full_best, full_agree, full_compared = score(query, original, w, twin_q,
+                                                                 twin_o)
+        out_score[twin_q] = full_score
+        quality[twin_q] = 1.0
+        out_agree[twin_q] = full_agree
+        out_compared[twin_q] = full_compared
+    return Links(row, out_score, quality, out_agree, out_compared, best_quality)

@@ -339,8 +339,13 @@ def test_a_pipeline_with_write_access_alone_triggers_its_gate(ops):
             other.stderr
         seen = time.monotonic()
         marker = [o["Key"] for o in ops["s3"].client().list_objects_v2(
-            Bucket="ops-out", Prefix="riskgate/_manifests/").get("Contents", [])]
+            Bucket="ops-out", Prefix="riskgate/_manifests/").get("Contents", [])
+            if "/release-ids/" not in o["Key"]]
         assert len(marker) == 1
+        bound = json.loads(ops["s3"].client().get_object(
+            Bucket="ops-out", Key="riskgate/_manifests/release-ids/ops-manifest.json")[
+            "Body"].read())
+        assert bound["folder"] == "s3://ops-releases/census/v3/"
         # a manifest that names its own control is refused, and its ERROR is filed under the
         # release it names, where the pipeline looks (while the watcher looks twice more)
         steer = write.replace("census/v3/", "census/v4/").replace(

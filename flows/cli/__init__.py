@@ -42,6 +42,7 @@ from . import (  # noqa: E402
     alc,
     attack,
     config,
+    diff,
     example,
     gate,
     history,
@@ -58,7 +59,8 @@ EXIT_ERROR = 3
 EXIT_USAGE = 64
 EXIT_INTERRUPTED = 130
 
-COMMANDS = (init, measure, attack, alc, gate, config, report, ops, history, trust, example)
+COMMANDS = (init, diff, measure, attack, alc, gate, config, report, ops, history, trust,
+            example)
 
 
 class Parser(argparse.ArgumentParser):

@@ -7,13 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from riskcore.anatomy import KIND_WORDS
 from riskcore.errors import InputError
 from riskcore.redact import redact_text
 
 from .common import add_storage_flag, out, read_frames, storage_options
-
-#: rows profiled per table: the kind of release and the columns' profiles need no more
-PROFILE_ROWS = 200_000
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -43,7 +41,13 @@ def _location(url: str) -> str:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from riskcore.gate.init import config_text, policy_text, profile, propose
+    from riskcore.gate.init import (
+        config_text,
+        hierarchy_files,
+        policy_text,
+        profile,
+        propose,
+    )
 
     folder = Path(args.out)
     targets = [folder / "gate.yaml", folder / "policy.yaml"]
@@ -58,20 +62,21 @@ def cmd_init(args: argparse.Namespace) -> int:
     options = storage_options(args)
     frames, _ = read_frames({k: v for k, v in urls.items()
                              if v and k in ("original", "released", "control")}, options)
-    sample = {k: df.iloc[:PROFILE_ROWS] for k, df in frames.items()}
-    prof = profile(sample["original"], sample["released"], sample.get("control"))
+    prof = profile(frames["original"], frames["released"], frames.get("control"))
     prop = propose(prof)
     located = {k: _location(v) if v else None for k, v in urls.items()}
     config = config_text(prof, prop, located)
     policy = policy_text(prof, prop, bool(args.control))
+    extra = {folder / name: text for name, text in hierarchy_files(prop).items()}
+    taken = [str(t) for t in extra if t.exists() or t.is_symlink()]
+    if taken:
+        raise InputError(f"{', '.join(taken)} exist already; riskgate init never writes over "
+                         "a file: choose another --out folder or move them away")
     folder.mkdir(parents=True, exist_ok=True)
-    for target, text in zip(targets, (config, policy)):
+    for target, text in [*zip(targets, (config, policy)), *extra.items()]:
         with open(target, "x", encoding="utf-8") as fh:  # never over a file made meanwhile
             fh.write(text)
-    kind = {"kept": "rows kept from the original (generalized, suppressed or perturbed)",
-            "subsample": "a subsample of the original's rows",
-            "synthetic": "new rows (synthetic data)"}[prof.kind]
-    out.print(f"the release holds {kind}:", markup=False, soft_wrap=True)
+    out.print(f"the release holds {KIND_WORDS[prof.kind]}:", markup=False, soft_wrap=True)
     for line in prof.evidence:
         out.print(f"  {redact_text(line)}", markup=False, soft_wrap=True)
     out.print(f"quasi-identifiers: {', '.join(prop.quasi_identifiers) or '(none)'}",
@@ -87,7 +92,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         out.print(f"missing-value markers: {'; '.join(markers)}", markup=False, soft_wrap=True)
     for warning in prop.warnings:
         out.print(f"warning: {warning}", markup=False, soft_wrap=True)
-    out.print(f"wrote {targets[0]} and {targets[1]}; every choice is a line to edit",
-              markup=False, soft_wrap=True)
+    wrote = ", ".join(str(t) for t in [*targets, *extra])
+    out.print(f"wrote {wrote}; every choice is a line to edit", markup=False, soft_wrap=True)
     out.print(f"next: riskgate gate --config {targets[0]}", markup=False, soft_wrap=True)
     return 0

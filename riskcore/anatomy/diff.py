@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..roles import ColumnType
 from ..stats import normal_sf
-from .domain import ColumnDomain, column_domain, learn_labels
+from .domain import ColumnDomain, column_domain, label_map, learn_labels
 from .linkage import Links, Matrix, Weights, link, matrices, weights
 from .reading import ColumnReading, read_columns
 
@@ -81,7 +81,7 @@ class ColumnDiff:
         return {"transform": self.transform, "suppressed_share": round(self.suppressed_share, 6),
                 "type": self.reading.type, "type_split": self.reading.split,
                 "type_evidence": list(self.reading.evidence), "domain": self.domain,
-                **{k: v for k, v in self.detail.items()}}
+                **{k: v for k, v in self.detail.items() if not k.startswith("_")}}
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,9 @@ class ReleaseDiff:
     evidence: tuple[str, ...]
     links: Links | None = None
     linked: np.ndarray | None = None
+    #: per relabelled column, original label -> released label (learned from linked rows;
+    #: values of the column: never serialized)
+    label_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def keeps_records(self) -> bool:
@@ -131,9 +134,10 @@ class ReleaseDiff:
         n_o, n_r = self.rows["original"], self.rows["released"]
         lines = []
         if self.kind in ("kept", "subsample"):
-            kept = self.rows["linked"]
+            kept = min(n_r, n_o)
             lines.append(f"{self.kind}: {kept:,} of {n_o:,} records ({kept / max(n_o, 1):.1%}), "
-                         f"{1 - kept / max(n_o, 1):.1%} removed; {n_r:,} released rows")
+                         f"{1 - kept / max(n_o, 1):.1%} removed; {self.rows['linked']:,} "
+                         "linked to their original row")
         elif self.kind == "mixed":
             lines.append(f"mixed: {self.linked_share:.1%} of {n_r:,} released rows are the "
                          f"original's records (beyond the {self.chance:.1%} chance gives), the "
@@ -300,10 +304,20 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     links, w = _link_all(list(usable.values()), seed)
     learned = []
     good = (links.original_row >= 0) & (links.quality >= 0.9)
+    # a column compared in the linkage lowers the quality of the rows it changed: its merges
+    # are read on rows that link well enough with it
+    fair = (links.original_row >= 0) & (links.quality >= 0.7)
     for c, d in doms.items():
-        if c in usable or not good.any():
+        if not good.any() or d.numbers is not None:
             continue
-        mapped = learn_labels(d, links.original_row[good], np.flatnonzero(good))
+        if c not in usable:  # labels of its own: learn them from the rows that link
+            mapped = learn_labels(d, links.original_row[good], np.flatnonzero(good))
+        elif d.how == "kept":  # the original's labels, some merged into others (a
+            # hierarchy keeping a name): a map consistent over linked rows, not identity
+            mapped = learn_labels(d, links.original_row[fair], np.flatnonzero(fair),
+                                  min_share=0.95, merged_only=True)
+        else:
+            mapped = None
         if mapped is not None:
             doms[c] = usable[c] = mapped
             learned.append(c)
@@ -313,7 +327,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
                         f"{', '.join(learned)}")
     chance_table = "control" if control is not None else "original"
     chance_from = ("the control's rows" if control is not None else
-                   "the original's rows, each kept from its own match")
+                   "the original's own rows (each to another)")
     chance_links, n_chance = _chance(list(usable.values()), w, chance_table, seed)
     tau, share_r, share_c = _threshold(links, chance_links, n_chance, n_r)
     significant = _significant(share_r, n_r, share_c, n_chance)
@@ -323,7 +337,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     n_linked = int(linked.sum())
     evidence.append(f"{share_r:.1%} of released rows link to an original row at quality "
                     f"{tau:g} or more on {len(usable)} column(s); {share_c:.1%} of "
-                    f"{chance_from} do: chance")
+                    f"{chance_from} do so by chance")
     records = linked_share >= KEPT_SHARE or (
         linked_share >= MOST and n_r <= n_o * (1 + PERTURBED))
     if records:
@@ -347,7 +361,8 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     rows = {"original": n_o, "released": n_r, "linked": n_linked,
             **({"control": len(control)} if control is not None else {})}
     return ReleaseDiff(kind, linked_share, share_r, share_c, chance_from, tau, rows, columns,
-                       tuple(evidence), links, linked)
+                       tuple(evidence), links, linked,
+                       {c: label_map(doms[c]) for c in learned})
 
 
 def _columns(original: pd.DataFrame, released: pd.DataFrame,

@@ -71,6 +71,8 @@ class ColumnDomain:
     wild_share: float = 0.0
     detail: Mapping[str, Any] = field(default_factory=dict)
     markers: tuple[str, ...] = ()
+    #: the label of each code of a text column (codes index it), for label maps
+    labels: np.ndarray | None = None
 
     @property
     def comparable(self) -> bool:
@@ -98,9 +100,10 @@ def _clean_text(series: pd.Series, markers: Sequence[str]) -> pd.Series:
 
 
 def _joint_codes(texts: Mapping[str, pd.Series], wild: Sequence[str] = ()
-                 ) -> dict[str, np.ndarray]:
+                 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Codes of several text columns in one space (MISSING, WILD for ``wild`` labels), from
-    each column's categories: no pass of Python objects over the rows."""
+    each column's categories (no pass of Python objects over the rows), and each code's
+    label."""
     parts = {t: distinct(s) for t, s in texts.items()}
     union = pd.Index(pd.unique(np.concatenate(
         [np.asarray(u, dtype=object) for _, u in parts.values()] or [np.array([], object)])),
@@ -112,7 +115,7 @@ def _joint_codes(texts: Mapping[str, pd.Series], wild: Sequence[str] = ()
         lookup = np.where(np.isin(np.asarray(uniques, dtype=object), list(wild_set)), WILD,
                           lookup) if wild_set else lookup
         out[t] = np.append(lookup, MISSING).astype(np.int64)[np.asarray(codes, np.int64)]
-    return out
+    return out, np.asarray(union, dtype=object)
 
 
 def _number_codes(numbers: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -183,10 +186,11 @@ def column_domain(name: str, columns: Mapping[str, pd.Series],
     wild_share = float(rel.isin(tokens).mean()) if tokens else 0.0
     wild_share += max(0.0, float(shown_rel.isna().mean()) - wild_share - ori_missing)
     numeric = looks_numeric(ori) and looks_numeric(shown_rel) and shown_rel.notna().any()
+    detail: dict[str, Any] = {}
     if numeric:
         x = {t: number_series(s).to_numpy(dtype=float) for t, s in others.items()}
         x_r = number_series(shown_rel).to_numpy(dtype=float)
-        how, detail = "kept", {}
+        how = "kept"
         unit = _rounding(x["original"], x_r)
         if unit is not None:
             x = {t: _round(v, unit) for t, v in x.items()}
@@ -209,26 +213,28 @@ def column_domain(name: str, columns: Mapping[str, pd.Series],
         return ColumnDomain(name, how, codes, numbers, kept, wild_share, detail, found)
     shown = [v for v in labels if v not in tokens]
     mapped: dict[str, pd.Series] = {}
-    how, detail = "kept", {}
+    how = "kept"
     ori_numeric = looks_numeric(ori) and ori.notna().any()
     intervals = [v for v in shown if parse_interval(v) is not None]
     if ori_numeric and shown and len(intervals) >= 0.9 * len(shown):
         mapped = {t: _map_intervals(s, intervals) for t, s in others.items()}
         widths = [iv.width for v in intervals if (iv := parse_interval(v)) is not None
                   and math.isfinite(iv.width)]
-        how, detail = "interval", {"labels": len(intervals),
-                                   "width": float(np.median(widths)) + 1 if widths else None}
+        how = "interval"
+        detail = {"labels": len(intervals),
+                  "width": float(np.median(widths)) + 1 if widths else None}
     elif shown and sum(v.endswith("*") for v in shown) >= 0.5 * len(shown):
         mapped = {t: _map_mask(s, shown, "*") for t, s in others.items()}
-        how, detail = "mask", {"labels": len(shown)}
+        how = "mask"
+        detail = {"labels": len(shown)}
     else:
         mapped = dict(others)
-    codes = _joint_codes({**{t: _text(s) for t, s in mapped.items()}, "released": rel},
-                         wild=tokens)
+    codes, union = _joint_codes({**{t: _text(s) for t, s in mapped.items()}, "released": rel},
+                                wild=tokens)
     kept = _kept_share(codes)
     if how == "kept" and kept < KEPT:
         how = "labels"
-    return ColumnDomain(name, how, codes, None, kept, wild_share, detail, found)
+    return ColumnDomain(name, how, codes, None, kept, wild_share, detail, found, union)
 
 
 def _kept_share(codes: Mapping[str, np.ndarray]) -> float:
@@ -244,11 +250,12 @@ def _kept_share(codes: Mapping[str, np.ndarray]) -> float:
 
 
 def learn_labels(dom: ColumnDomain, original_rows: np.ndarray, released_rows: np.ndarray,
-                 min_share: float = 0.8) -> ColumnDomain | None:
+                 min_share: float = 0.8, merged_only: bool = False) -> ColumnDomain | None:
     """A relabelled column's map from the original's values to the release's labels, read off
     linked rows (``original_rows[i]`` linked to ``released_rows[i]``): each original value goes
     to the label most of its linked rows show, when at least ``min_share`` do. None when too
-    few values map so (the column stays incomparable)."""
+    few values map so (the column stays incomparable), or, with ``merged_only``, when every
+    value maps to itself (a column kept, or perturbed at random: no merge)."""
     ori = dom.codes["original"][original_rows]
     rel = dom.codes["released"][released_rows]
     ok = (ori >= 0) & (rel >= 0)
@@ -263,6 +270,10 @@ def learn_labels(dom: ColumnDomain, original_rows: np.ndarray, released_rows: np
     covered = good["n"].sum() / max(int(ok.sum()), 1)
     if covered < 0.9:
         return None
+    moved = good["o"].to_numpy() != good["r"].to_numpy()
+    if merged_only and not (moved.any() and good["n"].to_numpy()[moved].sum()
+                            >= 0.01 * ok.sum()):
+        return None
     size = int(max(dom.codes["original"].max(initial=0),
                    dom.codes["released"].max(initial=0))) + 1
     lookup = np.full(size + 1, MISSING, dtype=np.int64)
@@ -274,4 +285,14 @@ def learn_labels(dom: ColumnDomain, original_rows: np.ndarray, released_rows: np
     n_orig = int(np.unique(dom.codes["original"][dom.codes["original"] >= 0]).size)
     n_rel = int(np.unique(good["r"]).size)
     return replace(dom, how="learned", codes=codes, kept_share=_kept_share(codes),
-                   detail={"merged": n_orig, "into": n_rel})
+                   detail={"merged": n_orig, "into": n_rel,
+                           "_map": {int(o): int(r) for o, r in zip(good["o"], good["r"])}})
+
+
+def label_map(dom: ColumnDomain) -> dict[str, str]:
+    """A learned column's map, original label -> released label (never serialized: it holds
+    the column's values)."""
+    pairs = dom.detail.get("_map") or {}
+    if dom.labels is None:
+        return {}
+    return {str(dom.labels[o]): str(dom.labels[r]) for o, r in pairs.items()}

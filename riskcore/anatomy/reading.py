@@ -90,11 +90,14 @@ class ColumnReading:
 
 def read_column(name: str, columns: Sequence[pd.Series],
                 declared: ColumnType | None = None) -> ColumnReading:
-    """The reading of column ``name`` from its cells in every table (see the module doc)."""
+    """The reading of column ``name`` from its cells in every table (see the module doc),
+    the cells that mean missing (``N``, ``-9``: :func:`marker_candidates`) left out."""
     if declared is not None:
         typ = "numeric" if declared.is_numeric else "categorical"
         return ColumnReading(name, typ, False, (f"declared {declared.value} in the config",))
-    present = [s for s in columns if s.notna().any()]
+    markers = tuple({m for s in columns for m in marker_candidates(s)})
+    present = [without(s, markers) for s in columns]
+    present = [s for s in present if s.notna().any()]
     if not present:
         return ColumnReading(name, "categorical", False, ("every value is missing",))
     if any(written_as_code(s) for s in present):
@@ -125,6 +128,19 @@ def read_column(name: str, columns: Sequence[pd.Series],
             "the range occurs): codes with gaps",))
     return ColumnReading(name, "numeric", False, (
         f"{distinct.size:,} whole numbers filling {density:.0%} of their range: a quantity",))
+
+
+def without(series: pd.Series, markers: Sequence[str]) -> pd.Series:
+    """The column with the cells that are ``markers`` (surrounding space ignored) missing."""
+    if not markers:
+        return series
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = series.cat.categories
+        drop = [c for c in cats if str(c).strip() in markers]
+        return series.cat.remove_categories(drop) if drop else series
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        return series
+    return series.where(~series.astype(str).str.strip().isin(list(markers)))
 
 
 def read_columns(frames: Mapping[str, pd.DataFrame], names: Sequence[str],

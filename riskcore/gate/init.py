@@ -2,24 +2,18 @@
 
 A custodian with an original and a release made by another tool should not have to write roles,
 families and thresholds by hand before seeing a first verdict. :func:`profile` reads what the
-tables say (per column: type, missing-value markers, cardinality, whether the release keeps the
-original's values; across tables: whether the release keeps the original's rows, is a
-subsample of them, or holds new rows); :func:`propose` turns that into roles, families and a
-policy that fit the kind of release; :func:`write_config` writes them as two plain YAML files
-with a comment on every choice. Nothing here runs a gate.
+tables say: the release read against its original (:func:`riskcore.anatomy.diff`: the kind of
+release, each column's transform and reading, the generalizations seen, the label maps
+learned from linked rows) and, per column, its markers, cardinality and name; :func:`propose`
+turns that into roles, types, generalizations, families and a policy that fit the kind of
+release; :func:`config_text` writes them as plain YAML with a comment on every choice, every
+name through the YAML emitter and every comment escaped. Nothing here runs a gate.
 
-The kind of release, from the data:
-
-* **kept rows** (generalized, suppressed or perturbed: sdcMicro, ARX): about as many rows as
-  the original, and most rows equal to the original's on the columns the release did not
-  generalize (at the same position, or as a multiset when the order was shuffled) -- far more
-  than a held-out sample equals it by chance;
-* **subsample**: fewer rows, nearly every one equal to an original row on every shared column;
-* **new rows** (synthetic): the rest. On coarse columns a synthetic release can equal the
-  original on many rows by chance; a control shows how many (the copies family's
-  ``exact_share_control``), and the kind is decided against it.
-
-The thresholds come from the literature the family modules cite, each with its reason in the
+The families per kind: rows kept from the original (and subsamples) get the equivalence
+families (k-anonymity, re-identification, l-diversity, sdcMicro's measures, SUDA) and the
+attacks; new rows (synthetic data) get copies, membership and the attacks, judged against a
+held-out control; a mixed release (new rows with some original records) gets both. The
+thresholds come from the literature the family modules cite, each with its reason in the
 policy file; every line is the custodian's to edit.
 """
 
@@ -29,17 +23,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
-from ..data import NUMBER_PATTERN, looks_numeric, used_values, written_as_code
-from ..equivalence import exact_matches
-from ..generalization import parse_interval
+from ..anatomy import KIND_WORDS, ColumnDiff, ReleaseDiff, diff
+from ..anatomy.reading import marker_candidates, named
+from ..data import looks_numeric, used_values, written_as_code
 from .trigger import RELEASE_ID_PATTERN
 
-#: tokens that survey and statistical tools write for "missing" (checked per column)
-MARKER_CANDIDATES = ("N", "NA", "N/A", "?", ".", "-", "--", "*", "missing", "unknown",
-                     "-9", "-99", "-999", "-8", "-7")
 #: at most this many quasi-identifiers are proposed (SUDA and the attacks grow with them)
 MAX_QUASI_IDENTIFIERS = 8
 #: a column with at most this many distinct values reads as categorical, even of numbers
@@ -47,7 +37,6 @@ CATEGORICAL_UP_TO = 20
 #: quasi-identifiers are of low-to-mid cardinality: at most this many distinct values
 QI_MAX_DISTINCT = 100
 
-_WORDS = re.compile(r"[a-z]+")
 DEMOGRAPHIC = ("age", "sex", "gender", "race", "ethnic", "ethnicity", "region", "zip",
                "postcode", "postal", "plz", "state", "county", "district", "city", "town",
                "municipality", "country", "nationality", "citizenship", "education", "educ",
@@ -67,16 +56,8 @@ WEIGHT = ("weight", "wgt", "wt", "pwgtp", "perwt", "hwgt", "wgtp", "weights", "w
 HOUSEHOLD = ("household", "hh", "hhid", "serialno", "family", "dwelling")
 
 
-def _words(name: str) -> set[str]:
-    """A column name's words: ``householdId`` and ``household_id`` give {household, id}."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name))
-    return set(_WORDS.findall(spaced.lower()))
-
-
 def _named(name: str, vocabulary: Sequence[str]) -> bool:
-    words = _words(name)
-    joined = re.sub(r"[^a-z]", "", str(name).lower())
-    return bool(words & set(vocabulary)) or joined in vocabulary
+    return named(name, vocabulary)
 
 
 @dataclass(frozen=True)
@@ -90,23 +71,22 @@ class ColumnProfile:
     distinct: int
     missing_share: float
     markers: tuple[str, ...] = ()
-    leading_zeros: bool = False
-    #: share of the release's distinct values that are values of the original
-    kept_values: float = 1.0
-    #: "interval" or "mask" when the release's labels say how the column was generalized
-    generalized: str | None = None
-    #: every value is a whole number
-    whole: bool = False
+    #: values written as codes (leading zeros, a plus sign, 16 digits or more)
+    codes: bool = False
     #: distinct values per row (1.0: every row its own value)
     uniqueness: float = 0.0
-    #: share of the original's distinct values that never appear in the release (merged
-    #: into another label, or suppressed)
-    lost_values: float = 0.0
+    #: what the release did to it and how it reads (riskcore.anatomy)
+    diff: ColumnDiff | None = None
+
+    @property
+    def generalized(self) -> bool:
+        return self.diff is not None and self.diff.transform == "generalized"
 
 
 @dataclass(frozen=True)
 class Profile:
-    """The tables' profile: per column, the rows of each table, and the kind of release."""
+    """The tables' profile: per column, the rows of each table, the release read against its
+    original, and the markers found."""
 
     columns: Mapping[str, ColumnProfile]
     rows: Mapping[str, int]
@@ -114,154 +94,36 @@ class Profile:
     evidence: tuple[str, ...]
     markers: tuple[str, ...] = ()
     per_column_markers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    diff: ReleaseDiff | None = None
 
 
-def _text_values(series: pd.Series) -> pd.Series:
-    return pd.Series(np.asarray(used_values(series), dtype=object)).map(
-        lambda v: v.strip() if isinstance(v, str) else str(v))
-
-
-def _markers(series: pd.Series) -> tuple[str, ...]:
-    """Candidate markers among a column's values when every other value is a number (a
-    numeric column with N or ? in it), or a negative code in a column of non-negative
-    numbers (-9 beside ages)."""
-    values = _text_values(series)
-    if values.empty:
-        return ()
-    is_number = values.str.match(NUMBER_PATTERN).to_numpy(dtype=bool)
-    candidates = set(MARKER_CANDIDATES)
-    text_markers = [v for v, num in zip(values, is_number) if not num and v in candidates]
-    others = [v for v, num in zip(values, is_number) if not num and v not in candidates]
-    if others or not is_number.any():
-        return ()
-    numbers = pd.to_numeric(values[is_number], errors="coerce")
-    negative = sorted(str(v) for v in values[is_number]
-                      if v in candidates and float(v) < 0)
-    rest = numbers[~values[is_number].isin(negative)]
-    negative_markers = negative if len(rest) and float(rest.min()) >= 0 else []
-    return tuple(sorted(set(text_markers))) + tuple(negative_markers)
-
-
-def _generalized(released: pd.Series) -> str | None:
-    labels = [v for v in _text_values(released) if v not in ("*",)]
-    if not labels:
-        return None
-    if all(parse_interval(v) is not None for v in labels):
-        return "interval"
-    if sum(v.endswith("*") for v in labels) >= 0.5 * len(labels):
-        return "mask"
-    return None
-
-
-def profile_column(name: str, original: pd.Series | None, released: pd.Series | None
-                   ) -> ColumnProfile:
+def profile_column(name: str, original: pd.Series | None, released: pd.Series | None,
+                   diff_: ColumnDiff | None = None) -> ColumnProfile:
     present = [s for s in (original, released) if s is not None]
     first = original if original is not None else released
     assert first is not None
-    markers = tuple(sorted({m for s in present for m in _markers(s)}))
+    markers = tuple(sorted({m for s in present for m in marker_candidates(s)}))
     cleaned = [s.where(~s.astype(str).str.strip().isin(markers)) if markers else s
                for s in present]
     numeric = all(looks_numeric(s) for s in cleaned if s.notna().any())
     distinct = len(used_values(cleaned[0]))
-    whole = False
-    if numeric:
-        values = pd.to_numeric(cleaned[0], errors="coerce").dropna()
-        whole = bool(len(values)) and bool(np.all(values == np.round(values)))
-    kept, generalized, lost = 1.0, None, 0.0
-    if original is not None and released is not None:
-        ori = set(_text_values(cleaned[0]))
-        rel = list(_text_values(cleaned[-1]))
-        kept = sum(v in ori for v in rel) / len(rel) if rel else 1.0
-        lost = len(ori - set(rel)) / len(ori) if ori else 0.0
-        if kept < 0.9:
-            generalized = _generalized(cleaned[-1])
     n = max(len(first), 1)
     return ColumnProfile(
         name=name, in_original=original is not None, in_released=released is not None,
-        numeric=numeric, distinct=distinct,
-        missing_share=float(cleaned[0].isna().mean()), markers=markers,
-        leading_zeros=any(written_as_code(s) for s in present), kept_values=kept,
-        generalized=generalized, whole=whole, uniqueness=distinct / n, lost_values=lost)
-
-
-def _codes(frames: Mapping[str, pd.DataFrame], columns: Sequence[str]
-           ) -> dict[str, np.ndarray]:
-    """Joint integer codes of ``columns`` in each table (as text, stripped)."""
-    out: dict[str, list[np.ndarray]] = {name: [] for name in frames}
-    for col in columns:
-        texts = {name: df[col].astype(str).str.strip() for name, df in frames.items()}
-        joint = pd.Index(pd.unique(pd.concat(list(texts.values()), ignore_index=True)))
-        for name, t in texts.items():
-            out[name].append(joint.get_indexer(t))
-    return {name: np.column_stack(parts) if parts else np.zeros((len(frames[name]), 0), int)
-            for name, parts in out.items()}
-
-
-def _names(columns: Sequence[str], most: int = 8) -> str:
-    shown = ", ".join(columns[:most])
-    return shown + (f" and {len(columns) - most} more" if len(columns) > most else "")
-
-
-def release_kind(original: pd.DataFrame, released: pd.DataFrame,
-                 control: pd.DataFrame | None, columns: Mapping[str, ColumnProfile]
-                 ) -> tuple[str, list[str]]:
-    """"kept", "subsample" or "synthetic", and the evidence in plain lines."""
-    # the columns a person is described by: not identifiers, weights or household ids
-    # (a held-out row never shares those, so they would hide what chance gives)
-    shared = [c for c, p in columns.items() if p.in_original and p.in_released
-              and p.uniqueness < 0.5 and not _named(c, (*WEIGHT, *HOUSEHOLD, *DIRECT))]
-    # kept as they were: the release's values are the original's, and (nearly) all of them
-    # still occur (a hierarchy that merged labels keeps some names but not the values)
-    untouched = [c for c in shared if columns[c].kept_values >= 0.99
-                 and columns[c].lost_values <= 0.1]
-    n_o, n_r = len(original), len(released)
-    evidence = [f"{n_r:,} released rows, {n_o:,} original rows"]
-    if not untouched:
-        evidence.append("no column keeps the original's values: new rows")
-        return "synthetic", evidence
-    frames = {"original": original, "released": released}
-    if control is not None:
-        frames["control"] = control
-    codes = _codes(frames, untouched)
-    same_n = abs(n_r - n_o) <= 0.01 * n_o
-    if same_n:
-        positional = float(np.mean(np.all(codes["released"] == codes["original"], axis=1)))
-        evidence.append(f"{positional:.1%} of released rows equal the original's row at the "
-                        f"same position on the {len(untouched)} column(s) the release kept "
-                        f"as they were ({_names(untouched)})")
-        if positional >= 0.5:
-            return "kept", evidence
-    rel_in_ori, _ = exact_matches(codes["released"], codes["original"])
-    share = float(rel_in_ori.mean()) if n_r else 0.0
-    evidence.append(f"{share:.1%} of released rows equal some original row on those columns")
-    chance = None
-    if control is not None:
-        ctl_in_ori, _ = exact_matches(codes["control"], codes["original"])
-        chance = float(ctl_in_ori.mean()) if len(control) else 0.0
-        evidence.append(f"{chance:.1%} of the control's (held-out) rows do as well: what "
-                        "chance gives")
-    beyond_chance = chance is None or share - chance > 0.2
-    if same_n and share >= 0.9 and beyond_chance:
-        return "kept", evidence
-    all_shared = codes if untouched == shared else _codes(frames, shared)
-    full, _ = exact_matches(all_shared["released"], all_shared["original"])
-    full_share = float(full.mean()) if n_r else 0.0
-    if n_r < 0.95 * n_o and full_share >= 0.95 and beyond_chance:
-        evidence.append(f"{full_share:.1%} of released rows equal an original row on every "
-                        "shared column, and the release is smaller: a subsample")
-        return "subsample", evidence
-    evidence.append("the rows are not the original's: new (synthetic) rows")
-    return "synthetic", evidence
+        numeric=numeric, distinct=distinct, missing_share=float(cleaned[0].isna().mean()),
+        markers=markers, codes=any(written_as_code(s) for s in present),
+        uniqueness=distinct / n, diff=diff_)
 
 
 def profile(original: pd.DataFrame, released: pd.DataFrame,
-            control: pd.DataFrame | None = None) -> Profile:
+            control: pd.DataFrame | None = None, seed: int = 0) -> Profile:
     """The tables' profile (see the module doc)."""
+    release = diff(original, released, control, seed=seed)
     names = list(dict.fromkeys([*map(str, original.columns), *map(str, released.columns)]))
     columns = {c: profile_column(c, original[c] if c in original.columns else None,
-                                 released[c] if c in released.columns else None)
+                                 released[c] if c in released.columns else None,
+                                 release.columns.get(c))
                for c in names}
-    kind, evidence = release_kind(original, released, control, columns)
     found: dict[str, list[str]] = {}
     for col, p in columns.items():
         for m in p.markers:
@@ -269,11 +131,9 @@ def profile(original: pd.DataFrame, released: pd.DataFrame,
     every = tuple(sorted(m for m, cols in found.items() if len(cols) >= 2))
     per_column = {col: tuple(m for m in p.markers if m not in every)
                   for col, p in columns.items() if any(m not in every for m in p.markers)}
-    rows = {"original": len(original), "released": len(released)}
-    if control is not None:
-        rows["control"] = len(control)
-    return Profile(columns=columns, rows=rows, kind=kind, evidence=tuple(evidence),
-                   markers=every, per_column_markers=per_column)
+    return Profile(columns=columns, rows=dict(release.rows), kind=release.kind,
+                   evidence=(*release.summary()[:1], *release.evidence), markers=every,
+                   per_column_markers=per_column, diff=release)
 
 
 @dataclass
@@ -287,20 +147,18 @@ class Proposal:
     household: str | None = None
     types: dict[str, str] = field(default_factory=dict)
     generalization: dict[str, str] = field(default_factory=dict)
+    #: hierarchy files to write beside the config: file name -> (column, label map)
+    hierarchies: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
     why: dict[str, str] = field(default_factory=dict)
     unjudged: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
-def _codes_of_numbers(name: str, p: ColumnProfile) -> bool:
-    """A column of a few whole numbers that are codes (education 1-5), not quantities."""
-    quantity = _named(name, ("age", "agep", "income", "salary", "wage", "earnings", "count"))
-    return p.numeric and p.whole and p.distinct <= CATEGORICAL_UP_TO and not quantity
-
-
-def propose(prof: Profile) -> Proposal:
-    """Roles from the columns' names and profiles (see the module doc)."""
-    out = Proposal()
+def _roles(prof: Profile, out: Proposal) -> None:
+    """Direct identifiers, weight, household, sensitive columns and quasi-identifiers from
+    the names and profiles. A column named like a demographic attribute is a
+    quasi-identifier whatever its number of values (a zip code, a birth date): an attacker
+    knows it; when it has many values a generalization is proposed."""
     cols = prof.columns
     n = max(prof.rows.get("original", 1), 1)
     for name, p in cols.items():
@@ -310,7 +168,8 @@ def propose(prof: Profile) -> Proposal:
                 not _named(name, DEMOGRAPHIC) and not _named(name, HOUSEHOLD):
             out.direct_identifiers.append(name)
             out.why[name] = "direct identifier: its name says so"
-        elif p.uniqueness >= 0.95 and not p.numeric and not _named(name, SENSITIVE):
+        elif p.uniqueness >= 0.95 and not p.numeric and not _named(name, SENSITIVE) and \
+                not _named(name, DEMOGRAPHIC):
             out.direct_identifiers.append(name)
             out.why[name] = f"direct identifier: {p.distinct:,} distinct values in {n:,} rows"
     for name in out.direct_identifiers:
@@ -322,7 +181,9 @@ def propose(prof: Profile) -> Proposal:
     shared = [c for c, p in cols.items() if p.in_original and p.in_released and c not in taken]
     for name in shared:
         p = cols[name]
-        if out.weight is None and _named(name, WEIGHT) and p.numeric and not p.whole:
+        whole = p.diff is not None and p.diff.reading.type == "categorical"
+        if out.weight is None and _named(name, WEIGHT) and p.numeric and (
+                not whole or p.distinct > QI_MAX_DISTINCT):
             out.weight, out.why[name] = name, "sample weight: its name says so"
         elif out.household is None and _named(name, HOUSEHOLD):
             out.household, out.why[name] = name, "household id: its name says so"
@@ -333,11 +194,16 @@ def propose(prof: Profile) -> Proposal:
         if _named(name, SENSITIVE):
             out.sensitive.append(name)
             out.why[name] = "sensitive: its name says so (what an attacker would infer)"
-        elif _named(name, DEMOGRAPHIC) and (p.distinct <= QI_MAX_DISTINCT or p.numeric
-                                            or p.generalized):
+        elif _named(name, DEMOGRAPHIC):
             out.quasi_identifiers.append(name)
             out.why[name] = ("quasi-identifier: demographic by its name "
-                             f"({p.distinct} distinct values)")
+                             f"({p.distinct:,} distinct values)")
+            if p.distinct > QI_MAX_DISTINCT and not p.generalized:
+                out.warnings.append(
+                    f"column '{name}' has {p.distinct:,} distinct values: a quasi-identifier "
+                    "this fine makes most people unique (k = 1); generalize it before release "
+                    "(bands, fewer digits, a year instead of a date) and declare how under "
+                    "generalization:")
     for name in rest:
         p = cols[name]
         if name in out.sensitive or name in out.quasi_identifiers:
@@ -351,40 +217,84 @@ def propose(prof: Profile) -> Proposal:
                              f"categorical column ({p.distinct} values) stands in: edit")
         elif p.distinct <= QI_MAX_DISTINCT or p.numeric or p.generalized:
             out.quasi_identifiers.append(name)
-            out.why[name] = f"quasi-identifier: {p.distinct} distinct values"
+            out.why[name] = f"quasi-identifier: {p.distinct:,} distinct values"
         else:
             out.unjudged[name] = "not a role: edit if an attacker could know it"
     if len(out.quasi_identifiers) > MAX_QUASI_IDENTIFIERS:
-        for name in out.quasi_identifiers[MAX_QUASI_IDENTIFIERS:]:
+        # demographic columns first: what an attacker knows best
+        ranked = sorted(out.quasi_identifiers, key=lambda c: not _named(c, DEMOGRAPHIC))
+        for name in ranked[MAX_QUASI_IDENTIFIERS:]:
             out.unjudged[name] = (f"not a role: more than {MAX_QUASI_IDENTIFIERS} "
                                   "quasi-identifiers were found; add it if an attacker knows it")
-        out.quasi_identifiers = out.quasi_identifiers[:MAX_QUASI_IDENTIFIERS]
-    for name in [*out.quasi_identifiers, *out.sensitive, *([out.household]
-                                                          if out.household else [])]:
-        p = cols[name]
-        if p.generalized:
-            out.types[name] = "categorical"
-            if p.generalized == "interval":
-                out.generalization[name] = "interval"
-            else:
-                out.generalization[name] = "{mask: '*'}"
-        elif p.leading_zeros or not p.numeric or _codes_of_numbers(name, p):
-            out.types[name] = "categorical"
-        if name in out.quasi_identifiers and not p.numeric and p.kept_values >= 0.9 and \
-                0 < p.lost_values < 1 and p.distinct <= QI_MAX_DISTINCT:
+        out.quasi_identifiers = [c for c in out.quasi_identifiers
+                                 if c in ranked[:MAX_QUASI_IDENTIFIERS]]
+
+
+def _generalization(name: str, d: ColumnDiff, release: ReleaseDiff | None,
+                    out: Proposal) -> None:
+    """How the release generalized a column, as the config declares it (a learned label map
+    becomes a hierarchy file beside the config)."""
+    detail = d.detail
+    if d.domain == "interval":
+        out.generalization[name] = "interval"
+    elif d.domain == "mask":
+        out.generalization[name] = "{mask: '*'}"
+    elif d.domain == "round" and detail.get("unit"):
+        out.generalization[name] = f"{{round: {float(detail['unit']):g}}}"
+    elif d.domain in ("top_code", "bottom_code"):
+        parts = [f"{k}_code: {float(detail[k]):g}" for k in ("top", "bottom") if k in detail]
+        out.generalization[name] = "{" + ", ".join(parts) + "}"
+    elif d.domain == "learned" and release is not None and release.label_maps.get(name):
+        file = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "column"
+        file = f"{file}-hierarchy.csv"
+        out.hierarchies[file] = (name, dict(release.label_maps[name]))
+        out.generalization[name] = f"{{hierarchy: {file}}}"
+
+
+def propose(prof: Profile) -> Proposal:
+    """Roles, types and generalizations from the profile (see the module doc)."""
+    out = Proposal()
+    _roles(prof, out)
+    for name in [*out.quasi_identifiers, *out.sensitive,
+                 *([out.household] if out.household else [])]:
+        p = prof.columns[name]
+        d = p.diff
+        if d is None:
+            continue
+        if d.transform == "generalized":
+            _generalization(name, d, prof.diff, out)
+            if d.domain not in ("round", "top_code", "bottom_code"):
+                out.types[name] = "categorical"
+        elif not d.reading.split:
+            # a clear reading is written down (a code is a category for every attack); a
+            # split one is left to the gate, which measures the distance attacks both ways
+            out.types[name] = d.reading.type if d.reading.type == "categorical" else (
+                "integer" if p.numeric and not p.codes and _whole(d) else "continuous")
+        if d.domain == "labels" and name in out.quasi_identifiers:
             out.warnings.append(
-                f"column '{name}': {p.lost_values:.0%} of the original's values never appear "
-                "in the release (merged into other labels?); if so, declare the hierarchy "
-                f"(generalization: {{{name}: {{hierarchy: FILE}}}}) so that the attacks map "
-                "the original's values as the release did")
-        if p.kept_values < 0.9 and not p.generalized and not p.numeric:
-            out.warnings.append(
-                f"column '{name}': {p.kept_values:.0%} of its released values are values of "
-                "the original; declare how it was generalized (generalization: {hierarchy: "
-                "FILE}) or the attacks on it are insufficient evidence")
+                f"column '{name}': the release's labels are not the original's and no map "
+                "could be learned from the linked rows; declare how it was generalized "
+                "(generalization: {hierarchy: FILE}) or the attacks on it are insufficient "
+                "evidence")
     if not out.quasi_identifiers:
         out.warnings.append("no quasi-identifier was found: name at least one under "
                             "roles.quasi_identifiers")
+    return out
+
+
+def _whole(d: ColumnDiff) -> bool:
+    return "whole numbers" in " ".join(d.reading.evidence)
+
+
+def hierarchy_files(prop: Proposal) -> dict[str, str]:
+    """The hierarchy files a proposal declares: ``original;released`` per line (ARX's form)."""
+    out = {}
+    for file, (_, mapping) in prop.hierarchies.items():
+        lines = []
+        for original, released in sorted(mapping.items()):
+            cells = [v.replace('"', '""') for v in (original, released)]
+            lines.append(";".join(f'"{c}"' if (";" in c or '"' in c) else c for c in cells))
+        out[file] = "\n".join(lines) + "\n"
     return out
 
 
@@ -399,21 +309,21 @@ POLICY_NEW_ROWS = [
      "members told from non-members: 0.5 is no signal (Carlini et al. 2022 read the low-FPR "
      "rates too: see the report)"),
     ("singling_out.risk", "max", 0.1, None,
-     "anonymeter (seed 002): the excess success over the control records"),
-    ("linkability.risk", "max", 0.1, None, "anonymeter (seed 002)"),
+     "anonymeter (Giomi et al. 2023): the excess success over the control records"),
+    ("linkability.risk", "max", 0.1, None, "anonymeter (Giomi et al. 2023)"),
     ("inference.risk", "max", 0.5, None,
-     "anonymeter (seed 002): the worst secret; 0.5 is the attack alarm"),
+     "anonymeter (Giomi et al. 2023): the worst secret; 0.5 is the attack alarm"),
     ("utility.column_shapes", "min", 0.8, None,
      "SDMetrics' quality report: a release that lost its data is not useful"),
 ]
 POLICY_KEPT_ROWS = [
     ("k_anonymity.k", "min", 5, 3,
      "El Emam & Dankar 2008: k = 5 for a public release (3 for a restricted one, reviewed)"),
-    ("reid.pRb", "max", 0.2, None, "seed 000: highest prosecutor risk, 1/k at k = 5"),
+    ("reid.pRb", "max", 0.2, None, "ARX: highest prosecutor risk, 1/k at k = 5"),
     ("l_diversity.{sensitive}.distinct_l", "min", 2, 1,
      "sdcMicro: l = 1 discloses the sensitive value of a whole class (a person decides)"),
-    ("singling_out.risk", "max", 0.1, None, "anonymeter (seed 002)"),
-    ("inference.risk", "max", 0.5, None, "anonymeter (seed 002): the worst secret"),
+    ("singling_out.risk", "max", 0.1, None, "anonymeter (Giomi et al. 2023)"),
+    ("inference.risk", "max", 0.5, None, "anonymeter (Giomi et al. 2023): the worst secret"),
     ("copies.exact_share", "max", 0.05, 1.0,
      "a release that keeps its rows reproduces them in the generalized domain: a person "
      "decides (exact_excess judges synthetic data)"),
@@ -427,35 +337,45 @@ POLICY_WEIGHTED = [
 
 
 def families(kind: str, prop: Proposal, control: bool) -> dict[str, str]:
-    """Family name -> its parameters as YAML flow text, for the kind of release."""
+    """Family name -> its parameters as YAML flow text, for the kind of release: the
+    equivalence families for the original's records, copies and membership for new rows,
+    both for a mixed release; the attacks and utility for every kind."""
     out: dict[str, str] = {}
     qis, sens = prop.quasi_identifiers, prop.sensitive
-    if kind == "synthetic":
-        out["copies"] = "{}"
-        if control:
-            out["membership"] = "{}"
-        out["singling_out"] = "{}"
-        if len(qis) >= 2:
-            half = len(qis) // 2
-            out["linkability"] = (f"{{aux_a: [{', '.join(qis[:half])}], "
-                                  f"aux_b: [{', '.join(qis[half:])}]}}")
+    if kind != "synthetic":
+        out["k_anonymity"] = "{ks: [2, 3, 5, 10]}"
+        out["reid"] = "{threshold: 0.1}"
         if sens:
-            out["inference"] = "{}"
-        out["utility"] = "{}"
-        return out
-    out["k_anonymity"] = "{ks: [2, 3, 5, 10]}"
-    out["reid"] = "{threshold: 0.1}"
-    if sens:
-        out["l_diversity"] = "{c: 2}"
-    if prop.weight:
-        out["sdc"] = "{max_global_risk: 0.01}"
-    out["suda"] = "{}"
+            out["l_diversity"] = "{c: 2}"
+        if prop.weight:
+            out["sdc"] = "{max_global_risk: 0.01}"
+        out["suda"] = "{}"
+    out["copies"] = "{}"
+    if kind in ("synthetic", "mixed") and control:
+        out["membership"] = "{}"
     out["singling_out"] = "{}"
+    if kind in ("synthetic", "mixed") and len(qis) >= 2:
+        half = len(qis) // 2
+        out["linkability"] = f"{{aux_a: {_list(qis[:half])}, aux_b: {_list(qis[half:])}}}"
     if sens:
         out["inference"] = "{}"
-    out["copies"] = "{}"
     out["utility"] = "{}"
     return out
+
+
+def policy_rules(kind: str, weighted: bool) -> list[tuple[str, str, float, float | None, str]]:
+    """The policy's checks for the kind of release (a mixed release: both sets, its copies
+    judged beyond chance)."""
+    if kind == "synthetic":
+        return list(POLICY_NEW_ROWS)
+    rules = list(POLICY_KEPT_ROWS)
+    if kind == "mixed":
+        seen = {r[0] for r in rules}
+        rules = [r for r in rules if r[0] != "copies.exact_share"] + [
+            r for r in POLICY_NEW_ROWS if r[0] not in seen]
+    if weighted:
+        rules += POLICY_WEIGHTED
+    return rules
 
 
 def _yaml_text(value: str) -> str:
@@ -491,20 +411,20 @@ def release_id_from(url: str) -> str:
 
 
 def config_text(prof: Profile, prop: Proposal, urls: Mapping[str, str | None]) -> str:
-    """gate.yaml: every choice a plain line with its reason."""
-    kind_word = {"kept": "rows kept from the original (generalized, suppressed or perturbed)",
-                 "subsample": "a subsample of the original's rows",
-                 "synthetic": "new rows (synthetic data)"}[prof.kind]
+    """gate.yaml: every choice a plain line with its reason, the release's diff as comments."""
     lines = ["# Written by riskgate init from the tables; every line is yours to edit.",
-             f"# The kind of release, from the data: {kind_word}.",
-             *(f"#   {e}" for e in prof.evidence),
-             f"release_id: {_yaml_text(release_id_from(str(urls['released'])))}",
-             f"original: {_yaml_text(str(urls['original']))}",
-             f"released: {_yaml_text(str(urls['released']))}"]
+             f"# The kind of release, from the data: {KIND_WORDS[prof.kind]}.",
+             *(f"#   {e}" for e in prof.evidence)]
+    if prof.diff is not None:
+        lines.append("# What was done to each column (riskgate diff):")
+        lines += [f"#   {line}" for line in prof.diff.summary()[1:]]
+    lines += [f"release_id: {_yaml_text(release_id_from(str(urls['released'])))}",
+              f"original: {_yaml_text(str(urls['original']))}",
+              f"released: {_yaml_text(str(urls['released']))}"]
     if urls.get("control"):
         lines.append(f"control: {_yaml_text(str(urls['control']))}   # held out from the "
                      "original: the yardstick of chance")
-    elif prof.kind == "synthetic":
+    elif prof.kind in ("synthetic", "mixed"):
         lines.append("# control: held-out.csv   # without a held-out sample of the population "
                      "the copies beyond chance, the holdout share and membership cannot be "
                      "judged: the verdict is NEEDS_REVIEW until you give one")
@@ -556,20 +476,17 @@ def config_text(prof: Profile, prop: Proposal, urls: Mapping[str, str | None]) -
 def policy_text(prof: Profile, prop: Proposal, control: bool) -> str:
     """policy.yaml: the checks that fit the kind of release, each with its reason."""
     chosen = families(prof.kind, prop, control)
-    rules = POLICY_NEW_ROWS if prof.kind == "synthetic" else POLICY_KEPT_ROWS
-    if prop.weight and prof.kind != "synthetic":
-        rules = [*rules, *POLICY_WEIGHTED]
     lines = ["# Written by riskgate init. A release is APPROVED only if every check passes;",
              "# a value between a bound and its review bound goes to a person (NEEDS_REVIEW).",
              "version: 1", "on_insufficient: review", "checks:"]
-    for figure, side, bound, review, why in rules:
+    for figure, side, bound, review, why in policy_rules(prof.kind, bool(prop.weight)):
         family = figure.split(".", 1)[0]
         if family not in chosen:
             continue
         figures = ([figure.format(sensitive=s) for s in prop.sensitive]
                    if "{sensitive}" in figure else [figure])
         for fig in figures:
-            lines.append(f"  - figure: {fig}")
+            lines.append(f"  - figure: {_yaml_text(fig)}")
             lines.append(f"    {side}: {bound}")
             if review is not None:
                 lines.append(f"    review_{side}: {review}")

@@ -236,15 +236,15 @@ def load_lineage(gate: Gate, frames: Mapping[str, pd.DataFrame], options: Mappin
 
 def release_kind(frames: Mapping[str, pd.DataFrame], columns: Sequence[str]
                  ) -> tuple[str, tuple[str, ...]]:
-    """"kept" (kept rows or a subsample) or "new" (synthetic rows), told apart as
-    ``riskgate init`` does (:func:`riskcore.gate.init.release_kind`) on the measured
-    columns, with its evidence."""
-    from .init import profile
+    """"kept" (the original's records: kept, a subsample, or a mixed release's linked ones)
+    or "new" (synthetic rows), read from the data (:func:`riskcore.anatomy.diff`) on the
+    measured columns, with its evidence."""
+    from ..anatomy import diff
 
     def measured(df: pd.DataFrame) -> pd.DataFrame:
         return df[[c for c in columns if c in df.columns]]
 
     control = frames.get("control")
-    prof = profile(measured(frames["original"]), measured(frames["released"]),
+    release = diff(measured(frames["original"]), measured(frames["released"]),
                    measured(control) if isinstance(control, pd.DataFrame) else None)
-    return ("new" if prof.kind == "synthetic" else "kept"), prof.evidence
+    return ("new" if release.kind == "synthetic" else "kept"), release.evidence

@@ -1,0 +1,172 @@
+"""A release read against its original, on a labelled corpus of releases made by every
+textbook method and on releases of real survey data (tests/release_corpus.py): the kind of
+each, the original row behind each released row, what was done to each column and how each
+column reads."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from riskcore.anatomy import diff
+from tests.release_corpus import CODES, QUANTITIES, Release, corpus, national, national_releases
+
+#: links right for at least this share of the rows whose values are unchanged ...
+RIGHT_UNCHANGED = 0.95
+#: ... and of the rows whose values were perturbed
+RIGHT_PERTURBED = 0.90
+
+
+def as_read(df: pd.DataFrame) -> pd.DataFrame:
+    """A table as the gate's loader reads a CSV: every cell text, dictionary-encoded."""
+    return pd.read_csv(io.StringIO(df.to_csv(index=False)), dtype=str, keep_default_na=False,
+                       na_values=[""]).astype("category")
+
+
+def right_links(result, release: Release, original: pd.DataFrame) -> float:
+    """The share of released rows that are records whose link points at their source (or a
+    row identical to it on every column: rows alike cannot be told apart)."""
+    links = np.where(result.linked, result.links.original_row, -1)
+    real = release.source >= 0
+    values = original.astype(str).to_numpy()
+    got, want = links[real], release.source[real]
+    ok = got >= 0
+    same = np.zeros(real.sum(), dtype=bool)
+    same[ok] = (values[got[ok]] == values[want[ok]]).all(axis=1)
+    return float(same.mean())
+
+
+@pytest.fixture(scope="module")
+def census():
+    original, control, releases = corpus(3000, seed=11)
+    return as_read(original), as_read(control), original, releases
+
+
+@pytest.mark.parametrize("name", ["kept-shuffled", "kept-dropped", "k-anonymized", "suppressed",
+                                  "swapped", "pram", "noise", "top-coded", "subsample",
+                                  "tool-formats", "synthetic", "mixed", "mixed-noise"])
+@pytest.mark.parametrize("with_control", [True, False])
+def test_every_textbook_release_is_read_right(census, name, with_control):
+    read_original, read_control, original, releases = census
+    release = next(r for r in releases if r.name == name)
+    result = diff(read_original, as_read(release.released),
+                  read_control if with_control else None, seed=1)
+    assert result.kind == release.kind, result.evidence
+    if release.kind in ("kept", "subsample", "mixed"):
+        bar = RIGHT_PERTURBED if release.perturbed else RIGHT_UNCHANGED
+        assert right_links(result, release, original) >= bar
+    if release.kind == "mixed":
+        assert abs(result.linked_share - release.real_share) <= 0.05, result.linked_share
+    if release.kind == "synthetic":
+        assert result.linked_share == 0.0
+    for column, transform in release.transforms.items():
+        assert result.columns[column].transform == transform, (column, result.columns[column])
+    for column in CODES:  # integer codes are read as codes
+        assert result.columns[column].reading.type == "categorical", column
+    for column in QUANTITIES:
+        if result.columns[column].transform != "generalized":  # bands are labels
+            assert result.columns[column].reading.type == "numeric", column
+
+
+def test_the_generalizations_seen_are_named(census):
+    read_original, _, _, releases = census
+    k_anon = next(r for r in releases if r.name == "k-anonymized")
+    result = diff(read_original, as_read(k_anon.released))
+    assert result.columns["age"].domain == "interval" and result.columns["age"].detail[
+        "width"] == 5
+    assert result.columns["zip"].domain == "mask"
+    assert result.columns["region"].domain == "learned"
+    assert result.label_maps["region"]["North-East"] == "North region"
+    assert 0.97 < result.rows["released"] / result.rows["original"] < 1.0
+    top = next(r for r in releases if r.name == "top-coded")
+    result = diff(read_original, as_read(top.released))
+    assert result.columns["income"].domain == "round"
+    assert result.columns["income"].detail["unit"] == 1000.0
+    assert result.columns["income"].detail["top"] > 0
+    assert result.columns["age"].domain == "top_code" and result.columns["age"].detail[
+        "top"] == 85.0
+    noisy = next(r for r in releases if r.name == "noise")
+    result = diff(read_original, as_read(noisy.released))
+    income = result.columns["income"].detail
+    assert 0.005 < income["noise_relative"] < 0.03  # +-3 % noise: a median of 1.5 %
+
+
+def test_no_step_assumes_equal_row_counts(census):
+    """A release a few rows off, in any order, with an added column and one dropped."""
+    read_original, _, original, releases = census
+    release = next(r for r in releases if r.name == "kept-dropped").released
+    release = release.drop(columns=["weight"]).assign(batch=1).iloc[:-7]
+    result = diff(read_original, as_read(release))
+    assert result.kind == "kept"
+    assert result.columns["weight"].transform == "absent"
+    assert result.columns["batch"].transform == "added"
+    assert result.links_frame()["original_row"].notna().mean() > 0.99
+
+
+@pytest.fixture(scope="module")
+def survey():
+    original, control = national()
+    return as_read(original), as_read(control), original, national_releases(original)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["kept-dropped", "k6-suppressed", "swapped", "noise",
+                                  "synthetic", "smote", "mixed"])
+def test_releases_of_real_survey_data_are_read_right(survey, name):
+    read_original, read_control, original, releases = survey
+    release = next(r for r in releases if r.name == name)
+    result = diff(read_original, as_read(release.released), read_control, seed=2)
+    assert result.kind == release.kind, result.evidence
+    if release.kind in ("kept", "subsample"):
+        bar = RIGHT_PERTURBED if release.perturbed else RIGHT_UNCHANGED
+        assert right_links(result, release, original) >= bar
+    if release.kind == "mixed" and release.name == "mixed":
+        assert abs(result.linked_share - release.real_share) <= 0.05, result.linked_share
+    for column, transform in release.transforms.items():
+        assert result.columns[column].transform == transform, column
+    assert result.columns["PUMA"].reading.type == "categorical"  # a code, written 01-01301
+    assert result.columns["INDP"].reading.type == "categorical"  # industry codes with gaps
+    assert result.columns["PINCP"].reading.type == "numeric"  # income, with N for none
+
+
+def test_riskgate_diff_writes_its_summary_json_and_links(census, tmp_path, capsys):
+    from riskgate.flows.cli import main
+
+    _, _, original, releases = census
+    release = next(r for r in releases if r.name == "k-anonymized")
+    original.to_csv(tmp_path / "o.csv", index=False)
+    release.released.to_csv(tmp_path / "r.csv", index=False)
+    code = main(["diff", "--original", str(tmp_path / "o.csv"), "--released",
+                 str(tmp_path / "r.csv"), "--json", str(tmp_path / "d.json"), "--links",
+                 str(tmp_path / "links.parquet")])
+    said = capsys.readouterr().out
+    assert code == 0, said
+    assert said.startswith("kept: ") and "age: generalized to intervals of width 5" in said
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert doc["kind"] == "kept" and doc["linked_share"] == 1.0
+    assert {"kind", "linked_share", "rows", "columns", "evidence"} <= set(doc)
+    assert doc["columns"]["zip"]["transform"] == "generalized"
+    assert doc["columns"]["puma"]["type"] == "categorical"
+    assert {"transform", "suppressed_share", "type"} <= set(doc["columns"]["age"])
+    assert "North-East" not in json.dumps(doc)  # a label map holds values: never written
+    links = pd.read_parquet(tmp_path / "links.parquet")
+    assert list(links.columns) == ["original_row", "quality"] and len(links) == len(
+        release.released)
+    assert (links["original_row"].to_numpy(dtype="int64") == release.source).mean() > 0.99
+
+
+def test_riskgate_diff_on_bad_input_is_one_line_exit_3(tmp_path, capsys):
+    from riskgate.flows.cli import main
+
+    code = main(["diff", "--original", str(tmp_path / "none.csv"), "--released",
+                 str(tmp_path / "none.csv")])
+    said = capsys.readouterr()
+    lines = [ln for ln in (said.out + said.err).splitlines() if ln.strip()]
+    assert code == 3 and len(lines) == 1 and "does not exist" in lines[0], lines
+    code = main(["diff", "--released", str(tmp_path / "r.csv")])
+    said = capsys.readouterr()
+    assert code == 3 and "--original is missing" in said.out + said.err

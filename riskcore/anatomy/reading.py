@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..data import NUMBER_PATTERN, looks_numeric, number_series, used_values, written_as_code
+from ..data import NUMBER_PATTERN, number_series, used_values, written_as_code
 from ..roles import ColumnType
 
 #: words of a column's name that make its whole numbers codes
@@ -78,11 +78,20 @@ class ColumnReading:
     type: str
     split: bool
     evidence: tuple[str, ...]
+    #: every value is a number (so the column could also be read as one: an attacker who
+    #: reads a zip code as a number is measured too, never laxer than either reading)
+    numbers: bool = False
 
     @property
     def other(self) -> str:
         """The other reading (what a split column is also measured as)."""
         return "numeric" if self.type == "categorical" else "categorical"
+
+    @property
+    def both_ways(self) -> bool:
+        """The distance attacks measure it both ways: its evidence is split, or it is a code
+        whose values are all numbers."""
+        return self.split or (self.type == "categorical" and self.numbers)
 
     def to_dict(self) -> dict[str, object]:
         return {"type": self.type, "split": self.split, "evidence": list(self.evidence)}
@@ -100,11 +109,12 @@ def read_column(name: str, columns: Sequence[pd.Series],
     present = [s for s in present if s.notna().any()]
     if not present:
         return ColumnReading(name, "categorical", False, ("every value is missing",))
+    if not all(_all_numbers(s) for s in present):
+        return ColumnReading(name, "categorical", False, ("text values",))
     if any(written_as_code(s) for s in present):
         return ColumnReading(name, "categorical", False, (
-            "numbers written as codes (a leading zero, a plus sign or 16 digits and more)",))
-    if not all(looks_numeric(s) for s in present):
-        return ColumnReading(name, "categorical", False, ("text values",))
+            "numbers written as codes (a leading zero, a plus sign or 16 digits and more)",),
+            numbers=True)
     values = np.concatenate([number_series(pd.Series(used_values(s))).to_numpy(dtype=float)
                              for s in present])
     values = values[np.isfinite(values)]
@@ -114,18 +124,20 @@ def read_column(name: str, columns: Sequence[pd.Series],
         return ColumnReading(name, "numeric", False, ("named like a quantity",))
     if whole and named(name, CODE_WORDS):
         return ColumnReading(name, "categorical", False, (
-            f"whole numbers, named like a code ({distinct.size:,} distinct values)",))
+            f"whole numbers, named like a code ({distinct.size:,} distinct values)",),
+            numbers=True)
     if not whole:
         return ColumnReading(name, "numeric", False, ("numbers with fractions",))
     span = float(distinct.max() - distinct.min() + 1) if distinct.size else 1.0
     density = distinct.size / span
     if distinct.size <= FEW_VALUES:
         return ColumnReading(name, "categorical", True, (
-            f"{distinct.size} whole numbers: a code or a small count; measured both ways",))
+            f"{distinct.size} whole numbers: a code or a small count; measured both ways",),
+            numbers=True)
     if density < DENSE:
         return ColumnReading(name, "categorical", False, (
             f"{distinct.size:,} whole numbers spread over {span:,.0f} (only {density:.0%} of "
-            "the range occurs): codes with gaps",))
+            "the range occurs): codes with gaps",), numbers=True)
     return ColumnReading(name, "numeric", False, (
         f"{distinct.size:,} whole numbers filling {density:.0%} of their range: a quantity",))
 
@@ -141,6 +153,15 @@ def without(series: pd.Series, markers: Sequence[str]) -> pd.Series:
     if pd.api.types.is_numeric_dtype(series.dtype):
         return series
     return series.where(~series.astype(str).str.strip().isin(list(markers)))
+
+
+def _all_numbers(series: pd.Series) -> bool:
+    """Every value parses as a number (codes written with zeros or signs included)."""
+    if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        return True
+    values = used_values(series)
+    return bool(len(values)) and bool(pd.Series(np.asarray(values, dtype=object)).astype(
+        str).str.match(NUMBER_PATTERN).all())
 
 
 def read_columns(frames: Mapping[str, pd.DataFrame], names: Sequence[str],

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..anatomy.reading import ColumnReading, read_column
 from ..data import (
     NUMBER_PATTERN,
     ColumnType,
@@ -129,9 +130,28 @@ def with_names(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str, ColumnType]:
+def column_readings(frames: Mapping[str, pd.DataFrame], roles: Roles
+                    ) -> dict[str, ColumnReading]:
+    """How each measured column reads (:func:`riskcore.anatomy.read_column`: a code or a
+    quantity, with its evidence), over the tables that hold it; a type the config declares
+    wins."""
+    out = {}
+    for col in roles.measured_columns:
+        present = [df[col] for df in frames.values() if col in df.columns]
+        if present:
+            out[col] = read_column(col, present, roles.types.get(col))
+    return out
+
+
+def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles,
+                   readings: Mapping[str, ColumnReading] | None = None
+                   ) -> dict[str, ColumnType]:
     """Types of the measured columns: explicit ones, else inferred from the original table;
-    a number written with a leading zero in any table (``007``) makes its column text."""
+    a number written as a code in any table (``007``, ``+1000``) makes its column text, and
+    so does a column of whole numbers that reads as codes (a zip, a PUMA, an occupation code:
+    :func:`column_readings`), so that every distance attack reads it as an attacker does. A
+    column whose reading is split keeps its numbers; the distance attacks measure it both
+    ways (:func:`riskcore.measures.run_measure`)."""
     ref = frames.get("original")
     if ref is None:
         ref = next(iter(frames.values()))
@@ -147,7 +167,10 @@ def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles) -> dict[str
                 types[col] = ColumnType.BOOLEAN
             elif looks_numeric(s) and not any(written_as_code(df[col])
                                               for df in frames.values() if col in df.columns):
-                types[col] = ColumnType.CONTINUOUS
+                reading = (readings or {}).get(col) or read_column(
+                    col, [df[col] for df in frames.values() if col in df.columns])
+                code = reading.type == "categorical" and not reading.split
+                types[col] = ColumnType.CATEGORICAL if code else ColumnType.CONTINUOUS
             else:
                 types[col] = ColumnType.CATEGORICAL
     return types

@@ -26,6 +26,7 @@ import pandas as pd
 
 from .. import progress
 from ..alignment import Alignment, align_tables
+from ..anatomy.reading import ColumnReading
 from ..data import ColumnType, EncodedTable, encode_tables, looks_numeric
 from ..errors import ConfigError, InputError, RiskgateError, StorageError
 from ..measures import BY_NAME, MeasureInputs, StartUp, start_up
@@ -39,7 +40,13 @@ from ..results import MeasureResult, Record, to_jsonable
 from ..roles import CONTROLS, PUBLISHED
 from ..storage import check_output_location, exists, join_url, presign, write_bytes
 from ..threads import family_threads, this_thread, thread_budget
-from .cleanliness import CleanlinessReport, declared_types, validate_tables, warm_up
+from .cleanliness import (
+    CleanlinessReport,
+    column_readings,
+    declared_types,
+    validate_tables,
+    warm_up,
+)
 from .config import Gate, TablesConfig
 from .lineage import load_lineage
 from .policy import Decision, Verdict, decide, fixed_decision
@@ -139,18 +146,27 @@ def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
             of the equivalence families alone never reads the original's codes.
     """
     with progress.working("encode"):
-        enc, alignment = encode_aligned(cfg, frames, storage_options, tables)
+        readings = column_readings(frames, cfg.role_spec)
+        enc, alignment = encode_aligned(cfg, frames, storage_options, tables, readings)
+    released = enc["released"]
+    # a column read both ways (a handful of whole numbers: a code or a count; a code whose
+    # values are numbers) is measured by the distance attacks as it was encoded and the
+    # other way too, the worse kept: never laxer than an attacker who reads it either way
+    roles = cfg.role_spec
+    split = tuple(c for c, r in readings.items() if r.both_ways and c in released.columns
+                  and c not in roles.types and c != roles.weight)
     return MeasureInputs(released=enc["released"], original=enc.get("original"),
                          control=enc.get("control"),
                          custodian_control=enc.get("custodian_control"),
                          identification=enc.get("identification"),
                          missing=cfg.missing, alpha=cfg.alpha, seed=cfg.seed,
-                         alignment=alignment)
+                         alignment=alignment, split=split)
 
 
 def encode_aligned(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
                    storage_options: Mapping[str, Any] | None = None,
                    tables: Collection[str] | None = None,
+                   readings: Mapping[str, ColumnReading] | None = None,
                    ) -> tuple[dict[str, EncodedTable], Alignment]:
     """The original's (control's, identification's) values mapped into the release's domain
     (declared or unambiguous generalizations, riskcore.generalization), then encoded."""
@@ -163,15 +179,18 @@ def encode_aligned(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
     aligned, alignment = align_tables(
         frames, columns, cfg.generalization_specs(), numeric=numeric, tokens=cfg.suppressed,
         min_comparable=cfg.min_comparable, storage_options=storage_options)
-    return encode_frames(cfg, aligned, tables), alignment
+    return encode_frames(cfg, aligned, tables, readings), alignment
 
 
 def encode_frames(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
-                  tables: Collection[str] | None = None) -> dict[str, EncodedTable]:
-    """Every frame (of ``tables``, default all) typed (numeric types decided on the original)
-    and encoded jointly."""
+                  tables: Collection[str] | None = None,
+                  readings: Mapping[str, ColumnReading] | None = None
+                  ) -> dict[str, EncodedTable]:
+    """Every frame (of ``tables``, default all) typed (numeric types decided on the original,
+    codes read as categories: :func:`~riskcore.gate.cleanliness.declared_types`) and encoded
+    jointly."""
     roles = cfg.role_spec
-    types = declared_types(frames, roles)
+    types = declared_types(frames, roles, readings)
     typed = {name: coerce_types(df, types, name) for name, df in frames.items()
              if tables is None or name in tables}
     # numeric types decided on the original; integers stay integers when every value is whole

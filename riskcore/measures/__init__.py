@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import suppress
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from .. import progress
 from ..errors import ConfigError
-from ..results import MeasureResult
+from ..results import MeasureResult, Status
 from ..threads import Beside
 from . import (
     composition,
@@ -68,10 +69,52 @@ def family(name: str) -> MeasureFamily:
 
 def run_measure(name: str, inputs: MeasureInputs,
                 params: Params | Mapping[str, Any] | None = None) -> MeasureResult:
-    """Run one family on the encoded inputs (parameters validated if given raw)."""
+    """Run one family on the encoded inputs (parameters validated if given raw).
+
+    A distance family (:attr:`MeasureFamily.distance`) with columns read both ways
+    (:attr:`MeasureInputs.split`: a handful of whole numbers, a code whose values are
+    numbers) runs twice, with them read as encoded and the other way, and reports the worse
+    (:func:`worse_reading`): an attacker reads a column whichever way serves, so the worst
+    case is never one reading's alone."""
     fam = family(name)
+    parsed = fam.parse(params)
     with progress.scope(name):
-        return fam.run(inputs, fam.parse(params))
+        result = fam.run(inputs, parsed)
+        if not (fam.distance and inputs.split) or result.status is not Status.OK:
+            return result
+        other = fam.run(inputs.read_other_way(inputs.split), parsed)
+    return worse_reading(result, other, inputs.split)
+
+
+def worse_reading(numbers: MeasureResult, codes: MeasureResult, split: Sequence[str]
+                  ) -> MeasureResult:
+    """The worse of a family's results under two readings of the columns ``split``
+    (``numbers``: as encoded; ``codes``: the other way): each figure the worse of the two (by
+    its direction), the per-record values, details and tables of the reading worse on most
+    figures, and in the details which reading gave each figure."""
+    if codes.status is not Status.OK:
+        return numbers
+    worse: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    votes = 0
+    for key, value in numbers.figures.items():
+        alt = codes.figures.get(key)
+        higher = numbers.higher_is_riskier.get(key, True)
+        if isinstance(value, (int, float)) and isinstance(alt, (int, float)) and (
+                (alt > value) if higher else (alt < value)):
+            worse[key], source[key] = alt, "codes"
+            votes += 1
+        else:
+            worse[key], source[key] = value, "numbers"
+            votes -= isinstance(alt, (int, float)) and alt != value
+    base = codes if votes > 0 else numbers
+    reading = {"both_ways": list(split), "kept": "other" if votes > 0 else "as encoded",
+               "figures_from_other": sorted(k for k, v in source.items() if v == "codes"),
+               "as_encoded": dict(numbers.figures), "other_way": dict(codes.figures)}
+    note = (f"columns {', '.join(split)} measured both as codes and as numbers: the worse "
+            "reading of each figure is reported")
+    return replace(base, figures=worse, details={**base.details, "readings": reading},
+                   warnings=(*base.warnings, note))
 
 
 class StartUp:

@@ -283,6 +283,7 @@ FAMILY = MeasureFamily(
     figures=lambda p, roles: dict(FIGURES),
     needs=("original",),
     reads=("control",),
+    distance=True,
     start_up=warm,
     how_to_read=(
         "Whether the release copied people. Exact copies: released rows equal to an original "

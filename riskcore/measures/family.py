@@ -14,15 +14,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError, config_error
 from ..results import MeasureResult, Status, not_computable
-from ..roles import MissingPolicy, Roles
+from ..roles import ColumnType, MissingPolicy, Roles
 
 if TYPE_CHECKING:
     from ..alignment import Alignment
-    from ..data import EncodedTable
+    from ..data import EncodedColumn, EncodedTable
     from ..equivalence import ClassFrequencies
 
 #: report sections, in page order: (key, title)
@@ -86,6 +87,10 @@ class MeasureInputs:
     #: the earlier releases of the same data, for ``composition``
     #: (:func:`riskcore.gate.lineage.load_lineage`; a :class:`~.composition.Lineage`)
     lineage: Any = None
+    #: columns read both ways (:attr:`riskcore.anatomy.ColumnReading.both_ways`: a handful of
+    #: whole numbers, a code whose values are numbers): the distance families run once more
+    #: with each read the other way (:meth:`read_other_way`)
+    split: tuple[str, ...] = ()
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -131,6 +136,36 @@ class MeasureInputs:
             freq = self.frequencies(missing=MissingPolicy.OWN, with_population=False)
             return freq.class_id, freq.n_classes
         return self._cached(("classes", keys), lambda: group_rows(self.released.codes(keys)))
+
+    def read_other_way(self, columns: Sequence[str]) -> MeasureInputs:
+        """The same inputs with ``columns`` read the other way: a numeric column as codes
+        (categories, no numbers), a categorical column of numbers as numbers (each code's
+        label parsed; a label that is not a number is missing); equivalence classes are
+        unchanged."""
+        def flip(col: EncodedColumn) -> EncodedColumn:
+            if col.values is not None:
+                return replace(col, type=ColumnType.CATEGORICAL, values=None)
+            labels = pd.to_numeric(pd.Series(col.categories, dtype=object).astype(str),
+                                   errors="coerce").to_numpy(dtype=float)
+            values = np.append(labels, np.nan)[np.where(col.codes < 0, len(labels),
+                                                        col.codes)]
+            return replace(col, type=ColumnType.CONTINUOUS, values=values)
+
+        def table(t: EncodedTable | None) -> EncodedTable | None:
+            if t is None:
+                return None
+            cols = dict(t.columns)
+            for c in columns:
+                if c in cols:
+                    cols[c] = flip(cols[c])
+            return replace(t, columns=cols)
+
+        released = table(self.released)
+        assert released is not None
+        return replace(self, released=released, original=table(self.original),
+                       control=table(self.control), custodian_control=table(
+                           self.custodian_control), identification=table(self.identification),
+                       split=(), _cache={}, _lock=threading.Lock())
 
     def wildcards(self, columns: Sequence[str]) -> dict[str, int]:
         """Column -> the code of the release's suppression token in it (cells that mean "any
@@ -220,6 +255,9 @@ class MeasureFamily:
         start_up: the family's one-off set-up in a process (imports, numba's set-up), which
             its first run would otherwise pay: the gate runs it in a thread while the tables
             load and the checks run (:func:`riskcore.measures.start_up`).
+        distance: its figures depend on how a column is read (distances, neighbours): with
+            a column whose reading is split (:attr:`MeasureInputs.split`), it runs under both
+            readings and reports the worse (:func:`riskcore.measures.run_measure`).
     """
 
     name: str
@@ -239,6 +277,7 @@ class MeasureFamily:
     fits_models: bool = False
     axis: Literal["risk", "utility"] = "risk"
     start_up: Callable[[], None] | None = None
+    distance: bool = False
 
     def parse(self, raw: Mapping[str, Any] | Params | None, source: str = "gate config"
               ) -> Params:

@@ -6,19 +6,23 @@ release can reveal membership without any, by sitting *near* its training rows (
 with small noise). None of the source documents measures it (anonymeter leaves it out on
 purpose); this family follows the synthetic-data literature.
 
-**Targets.** Members: a seeded sample of m original rows. Non-members: m control rows (held
-out of the release's making), m = min(``n_targets``, original rows, half the control rows).
-The rest of the control (up to ``reference_size`` rows) is the attacker's *reference* sample
-of the population; it never contains a target. The release is searched whole (or in a seeded
-sample of ``released_size`` rows when one is given), by
+**Targets.** Members: every original row; non-members: every control row (above
+:data:`MAX_TARGETS` of either, a seeded sample of that many, said in a warning: the intervals
+then carry the sampling). A seeded part of the control (``reference_size`` rows, at most half
+of it) is the attacker's *reference* sample of the population for the two attacks that need
+one (``calibrated``, ``density``): their non-members are the control rows outside it, so that
+a reference row is never a target. The release is searched whole (or in a seeded sample of
+``released_size`` rows when one is given), by
 :func:`riskcore.measures.attacks.gower.nearest_distance`, which prunes by the categorical
-codes and the first numeric column (exact, a few milliseconds per thousand targets). Every
+codes and the first numeric column (exact). Every
 distance is the attacks' Gower distance
 (:mod:`riskcore.measures.attacks.gower`) over the compared columns divided by their number,
 with each number first replaced by its quantile in the release (:func:`_quantiles`): under
 Gower's range scaling a heavy-tailed column hides its near copies (on bench/membership.py's 1M
 rows, where income is log-normal, the distance attack's AUC was 0.485 and GAN-Leaks' on
-standardized columns 0.543).
+standardized columns 0.543). Columns are read as an attacker reads them: integer codes (a zip,
+a region) as categories (:mod:`riskcore.anatomy.reading`), and a column whose reading is split
+both ways (the family runs twice, the worse kept: :func:`riskcore.measures.run_measure`).
 
 **Attacks** (a score per target, higher = "member"):
 
@@ -30,6 +34,9 @@ standardized columns 0.543).
   against a z difference): the plain nearest-neighbour attack most audits run. Which scaling
   is stronger depends on the data (on bench/membership.py's leaky release the standardized
   one finds more members at 1 % false positives): both run, and the worst case is reported;
+* ``distance_l2``: the plain one-nearest-neighbour attack as a few lines of scikit-learn
+  write it: Euclidean distance over one-hot categories and standardized numbers (a category
+  mismatch adds 2 to the squared distance, a number its squared z difference);
 * ``calibrated``: s(x) = d(x, P) - d(x, R), the same calibrated by the target's distance to
   the reference sample P (Chen et al. 2020, calibrated attack): a target close to the release
   only because it lies in a dense region is close to the population too;
@@ -53,6 +60,10 @@ several); ``tpr_at_fpr_1pct`` and ``tpr_at_fpr_01pct``, the largest true-positiv
 false-positive rate of at most 1 % and 0.1 % over the empirical ROC (Carlini et al. 2022, the
 low false-positive regime where a few members are exposed with confidence); ``advantage`` =
 max over thresholds of TPR - FPR (Yeom et al. 2018). 0.5, 0 and 0 mean no membership signal.
+Each TPR carries its Clopper-Pearson interval at the threshold that gives it
+(``tpr_at_fpr_1pct_low`` / ``_high``, the worst attack's), and the number of non-members behind
+it: at 0.1 % false positives, fewer than 1,000 non-members mean the threshold sits on the
+single highest-scored non-members, and the report says so (``details.low_fpr``).
 
 **An empirical lower bound on epsilon** (a privacy audit: Jagielski, Ullman & Oprea 2020;
 Nasr et al. 2023). For any (epsilon, delta)-differentially private mechanism every test of
@@ -97,11 +108,17 @@ from .attacks.common import check_attack_columns
 from .attacks.gower import MixedMatrix, nearest_distance, prepare
 from .family import MeasureFamily, MeasureInputs, Params
 
-DEFAULT_TARGETS = 2_000
+#: members and non-members attacked, each: every row up to this many, a seeded sample above
+MAX_TARGETS = 50_000
 DEFAULT_REFERENCE = 20_000
 MIN_TARGETS = 20
-Attack = Literal["distance", "distance_std", "calibrated", "density"]
-ATTACKS: tuple[Attack, ...] = ("distance", "distance_std", "calibrated", "density")
+#: a TPR at a false-positive rate counted on fewer non-members than this is marked
+MIN_NEGATIVES = 1_000
+Attack = Literal["distance", "distance_std", "distance_l2", "calibrated", "density"]
+ATTACKS: tuple[Attack, ...] = ("distance", "distance_std", "distance_l2", "calibrated",
+                               "density")
+#: the attacks that need the reference sample (their non-members are the control outside it)
+REFERENCED = ("calibrated", "density")
 #: the figures reported as the worst case over the attacks
 WORST = ("auc", "tpr_at_fpr_1pct", "tpr_at_fpr_01pct", "advantage")
 #: the epsilon audit's figures
@@ -111,6 +128,9 @@ EPSILON_GRID = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5)
 DEFAULT_DELTA = 1e-5
 PER_ATTACK = ("auc", "auc_low", "auc_high", "tpr_at_fpr_1pct", "tpr_at_fpr_01pct",
               "advantage")
+#: the worst attack's TPR intervals
+TPR_INTERVALS = ("tpr_at_fpr_1pct_low", "tpr_at_fpr_1pct_high", "tpr_at_fpr_01pct_low",
+                 "tpr_at_fpr_01pct_high")
 ALARM_AUC = 0.75
 #: the targets' scores, written as ``membership_scores.parquet``: ``table`` (0 original, 1
 #: control), ``row`` (the row number in that table), ``member``, ``score`` (the strongest
@@ -129,8 +149,9 @@ class MembershipParams(Params):
     columns: list[str] | None = Field(
         None, description="columns the attacker compares (default: quasi-identifiers and "
                           "sensitive)")
-    n_targets: int = Field(DEFAULT_TARGETS, ge=MIN_TARGETS,
-                           description="members and non-members attacked, each (seeded)")
+    n_targets: int = Field(MAX_TARGETS, ge=MIN_TARGETS,
+                           description="members and non-members attacked, each: every row up "
+                                       "to this many, a seeded sample above")
     reference_size: int = Field(DEFAULT_REFERENCE, ge=100,
                                 description="control rows of the reference sample, and "
                                             "released rows the density model learns from "
@@ -213,7 +234,7 @@ def attack_figures(pos: np.ndarray, neg: np.ndarray, confidence: float
     figs = {"auc": auc, "auc_low": low, "auc_high": high,
             "tpr_at_fpr_1pct": tpr_at_fpr(fpr, tpr, 0.01),
             "tpr_at_fpr_01pct": tpr_at_fpr(fpr, tpr, 0.001),
-            "advantage": float(np.max(tpr - fpr))}
+            "advantage": float(np.max(tpr - fpr)) if len(pos) and len(neg) else 0.0}
     keep = np.unique(np.r_[0, np.linspace(0, len(fpr) - 1, min(len(fpr), 400)).astype(int),
                            len(fpr) - 1])
     return figs, {"fpr": fpr[keep].round(6).tolist(), "tpr": tpr[keep].round(6).tolist()}
@@ -299,19 +320,25 @@ def _thresholds(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
                            np.quantile(pos, grid, method="lower")])
 
 
-def epsilon_audit(scores: dict[str, np.ndarray], m: int, seed: int, delta: float,
-                  confidence: float) -> tuple[dict[str, float | None], dict[str, Any]]:
-    """``epsilon_low`` and ``epsilon_point`` over the attacks' scores (each: m members then m
-    non-members), the threshold chosen on one seeded half and counted on the other (see the
-    module's docstring), and the figures it came from."""
+def epsilon_audit(scores: dict[str, tuple[np.ndarray, np.ndarray]], seed: int,
+                  delta: float, confidence: float
+                  ) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """``epsilon_low`` and ``epsilon_point`` over the attacks' scores (each: its members'
+    and its non-members'), the threshold chosen on one seeded half and counted on the other
+    (see the module's docstring), and the figures it came from."""
     alpha = 1 - confidence
-    rng = np.random.default_rng([seed, 0xE95])
-    pos, neg = rng.permutation(m), rng.permutation(m) + m
-    half = m // 2
-    choose, count = (pos[:half], neg[:half]), (pos[half:], neg[half:])
     best: tuple[float, str, float] | None = None
-    for name, s in scores.items():
-        p, n = s[choose[0]], s[choose[1]]
+    halves: dict[str, tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]] = {}
+    for name, (pos_all, neg_all) in scores.items():
+        rng = np.random.default_rng([seed, 0xE95])
+        pos, neg = rng.permutation(len(pos_all)), rng.permutation(len(neg_all))
+        hp, hn = len(pos) // 2, len(neg) // 2
+        choose = (pos_all[pos[:hp]], neg_all[neg[:hn]])
+        count = (pos_all[pos[hp:]], neg_all[neg[hn:]])
+        halves[name] = (choose, count)
+        p, n = choose
+        if not len(p) or not len(n):
+            continue
         for t in _thresholds(p, n):
             bound, _, _ = epsilon_bound(int(np.sum(p >= t)), len(p), int(np.sum(n >= t)),
                                         len(n), delta, alpha)
@@ -320,33 +347,60 @@ def epsilon_audit(scores: dict[str, np.ndarray], m: int, seed: int, delta: float
     if best is None:
         return {"epsilon_low": 0.0, "epsilon_point": None}, {}
     _, attack, t = best
-    p, n = scores[attack][count[0]], scores[attack][count[1]]
+    (cp, cn), (p, n) = halves[attack]
     tp, fp = int(np.sum(p >= t)), int(np.sum(n >= t))
     low, point, form = epsilon_bound(tp, len(p), fp, len(n), delta, alpha)
     return ({"epsilon_low": low, "epsilon_point": point},
             {"attack": attack, "threshold": t, "form": form, "tp": tp, "members": len(p),
              "fp": fp, "non_members": len(n), "tpr": tp / max(len(p), 1),
              "fpr": fp / max(len(n), 1), "delta": delta, "confidence": confidence,
-             "chosen_on": f"{half} members and {half} non-members (seeded), apart from "
-                          "those counted"})
+             "chosen_on": f"{len(cp)} members and {len(cn)} non-members (seeded), apart "
+                          "from those counted"})
 
 
-def _standardized(mats: list[MixedMatrix]) -> list[MixedMatrix]:
-    """Every number as its z-score in the first matrix (the release), halved: with a category
-    mismatch counting 1, the distance ranks neighbours as the L1 distance over one-hot
-    categories (a mismatch: 2) and standardized numbers does."""
+def tpr_interval(pos: np.ndarray, neg: np.ndarray, at: float, confidence: float
+                 ) -> dict[str, Any]:
+    """The threshold that keeps the false-positive rate at most ``at`` (the largest TPR's),
+    the members above it with the TPR's two-sided Clopper-Pearson interval, and how many
+    non-members the rate is counted on."""
+    from ..stats import clopper_pearson
+
+    order = np.sort(neg)[::-1]
+    allowed = int(math.floor(at * len(neg) + 1e-9))  # false positives at most this many
+    # the lowest threshold with at most ``allowed`` non-members at or above it
+    t = (float(order[allowed]) if allowed < len(order) else -math.inf)
+    tp = int(np.sum(pos > t)) if math.isfinite(t) else len(pos)
+    alpha = 1 - confidence
+    return {"threshold": t, "tp": tp, "members": int(len(pos)),
+            "negatives": int(len(neg)), "false_positives_allowed": allowed,
+            "low": clopper_pearson(tp, len(pos), alpha / 2, "lower"),
+            "high": clopper_pearson(tp, len(pos), alpha / 2, "upper"),
+            "few_negatives": len(neg) < MIN_NEGATIVES * at * 1000}
+
+
+def _standardized(mats: list[MixedMatrix], halve: bool = True) -> list[MixedMatrix]:
+    """Every number as its z-score in the first matrix (the release), halved (``halve``):
+    with a category mismatch counting 1, the distance ranks neighbours as the L1 distance over
+    one-hot categories (a mismatch: 2) and standardized numbers does; not halved, for the
+    squared Euclidean distance (a mismatch adds 2 there)."""
     first = mats[0].numeric
     with np.errstate(all="ignore"):
         mean = np.nanmean(first, axis=0) if first.size else np.zeros(first.shape[1])
         sd = np.nanstd(first, axis=0) if first.size else np.ones(first.shape[1])
     sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
     mean = np.where(np.isfinite(mean), mean, 0.0)
-    return [MixedMatrix(numeric=(m.numeric - mean) / (2 * sd), categorical=m.categorical,
+    scale = 2 * sd if halve else sd
+    return [MixedMatrix(numeric=(m.numeric - mean) / scale, categorical=m.categorical,
                         columns=m.columns, n=m.n, wild=m.wild) for m in mats]
 
 
+def _sample(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
+    """Every row up to ``size``, a seeded sample of ``size`` above."""
+    return np.arange(n) if n <= size else np.sort(rng.choice(n, size=size, replace=False))
+
+
 def membership(original: Any, released: Any, control: Any, *, columns: Sequence[str],
-               qi_columns: Sequence[str] = (), n_targets: int = DEFAULT_TARGETS,
+               qi_columns: Sequence[str] = (), n_targets: int = MAX_TARGETS,
                reference_size: int = DEFAULT_REFERENCE, released_size: int | None = None,
                attacks: Sequence[str] = ATTACKS,
                confidence: float = 0.95, seed: int = 0,
@@ -363,36 +417,45 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
                    "passed")
     check_attack_columns({"original": original, "released": released, "control": control},
                          cols, "membership")
-    m = min(n_targets, original.n, control.n // 2)
-    if m < MIN_TARGETS:
+    referenced = [a for a in attacks if a in REFERENCED]
+    rng = np.random.default_rng(seed)
+    members = _sample(rng, original.n, n_targets)
+    ctrl = rng.permutation(control.n)
+    size = min(reference_size, control.n // 2) if referenced else 0
+    reference = np.sort(ctrl[:size])
+    outside = np.sort(ctrl[size:])  # the referenced attacks' non-members
+    non_members = _sample(rng, control.n, n_targets)
+    outside = outside[_sample(rng, outside.size, n_targets)]
+    m, k = len(members), len(non_members)
+    if min(m, k, len(outside)) < MIN_TARGETS:
         return MeasureResult(
             measure="membership", figures={}, status=Status.INSUFFICIENT_EVIDENCE,
             reason=f"too few rows to attack: {original.n} original and {control.n} control "
-                   f"rows give {m} members and non-members (at least {MIN_TARGETS} each, "
-                   "from at most half the control)")
-    rng = np.random.default_rng(seed)
-    members = np.sort(rng.choice(original.n, size=m, replace=False))
-    ctrl = rng.permutation(control.n)
-    non_members = np.sort(ctrl[:m])
-    reference = np.sort(ctrl[m:m + reference_size])
+                   f"rows (at least {MIN_TARGETS} members and non-members, the non-members "
+                   "outside the reference sample)")
     searched = released.n if released_size is None else min(released_size, released.n)
     rel_rows = (np.arange(released.n) if searched == released.n else
                 np.sort(rng.choice(released.n, size=searched, replace=False)))
     # the density model's released rows: a seeded sample of them, as large as the reference
     learn = (np.arange(searched) if searched <= reference_size else
              np.sort(rng.choice(searched, size=reference_size, replace=False)))
+    # where the referenced attacks' non-members sit among all non-members' scores: a control
+    # row outside the reference is scored once, by every attack
+    target_ctrl = np.union1d(non_members, outside)
+    at_all = np.searchsorted(target_ctrl, non_members)
+    at_outside = np.searchsorted(target_ctrl, outside)
     views = {"": cols}
     qi = [c for c in qi_columns if c in cols]
     if qi and len(qi) < len(cols):
         views["_qi"] = qi
-    n_runs = len(views) * len(attacks)
     figures: dict[str, float | int | None] = {}
     curves: dict[str, dict[str, list[float]]] = {}
-    scores: dict[str, np.ndarray] = {}
+    scores: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    every: dict[str, np.ndarray] = {}  # each attack's score of every target row
     quantiles: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for suffix, view in views.items():
         prepared = prepare([released, original, control, control], view,
-                           [rel_rows, members, non_members, reference], wildcards)
+                           [rel_rows, members, target_ctrl, reference], wildcards)
         rel, ori_t, ctl_t, ref = _quantiles(prepared, quantiles)
         targets = _stack(ori_t, ctl_t)
         with progress.scope(f"membership: distances{suffix}"):
@@ -401,57 +464,86 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
             if "distance_std" in attacks:
                 rel_z, ori_z, ctl_z, _ = _standardized(prepared)
                 d_std = _closest(_stack(ori_z, ctl_z), rel_z)
+            if "distance_l2" in attacks:
+                rel_e, ori_e, ctl_e, _ = _standardized(prepared, halve=False)
+                d_l2 = nearest_distance(_stack(ori_e, ctl_e), rel_e, squared=True)
         for attack in attacks:
+            if attack == "density" and suffix:
+                continue  # the density model learns the release's joint law: every column
             name = f"{attack}{suffix}"
             if attack == "distance":
                 s = -d_rel
             elif attack == "distance_std":
                 s = -d_std
+            elif attack == "distance_l2":
+                s = -d_l2
             elif attack == "calibrated":
                 assert d_ref is not None
                 s = d_ref - d_rel
             else:
                 with progress.scope(f"membership: density{suffix}"):
                     s = _density_scores(_rows(rel, learn), ref, targets, seed)
-            figs, curve = attack_figures(s[:m], s[m:], confidence)
+            neg = s[m:][at_outside if attack in REFERENCED else at_all]
+            figs, curve = attack_figures(s[:m], neg, confidence)
             figures.update({f"{name}.{k}": v for k, v in figs.items()})
             curves[name] = curve
-            scores[name] = s
+            scores[name] = (s[:m], neg)
+            every[name] = s
     ran = list(scores)
     # the worst case of each figure over the attacks: each its own maximum
     worst = {k: max(ran, key=lambda a, k=k: (float(figures[f"{a}.{k}"] or 0.0),  # type: ignore[misc]
                                              -ran.index(a))) for k in WORST}
     strongest = worst["auc"]
-    s = scores[strongest]
-    wide = 1 - (1 - confidence) / max(n_runs, 1)  # Bonferroni over the attacks run
-    top, _ = attack_figures(s[:m], s[m:], wide)
+    pos, neg = scores[strongest]
+    wide = 1 - (1 - confidence) / max(len(ran), 1)  # Bonferroni over the attacks run
+    top, _ = attack_figures(pos, neg, wide)
     figures.update(top)
     figures.update({k: figures[f"{worst[k]}.{k}"] for k in WORST})
-    eps, audit = epsilon_audit(scores, m, seed, delta, confidence)
+    low_fpr = {}
+    for key, at in (("tpr_at_fpr_1pct", 0.01), ("tpr_at_fpr_01pct", 0.001)):
+        p, n = scores[worst[key]]
+        low_fpr[key] = {"attack": worst[key], **tpr_interval(p, n, at, confidence)}
+        figures[f"{key}_low"] = low_fpr[key]["low"]
+        figures[f"{key}_high"] = low_fpr[key]["high"]
+    eps, audit = epsilon_audit(scores, seed, delta, confidence)
     figures.update(eps)
     figures["epsilon_excess"] = (None if claimed_epsilon is None
                                  else float(eps["epsilon_low"] or 0.0) - claimed_epsilon)
-    figures.update({"n_members": int(m), "n_non_members": int(m),
-                    "n_reference": int(len(reference)), "n_released_searched": int(len(rel_rows))})
+    figures.update({"n_members": int(m), "n_non_members": int(k),
+                    "n_reference": int(len(reference)),
+                    "n_released_searched": int(len(rel_rows))})
     details: dict[str, Any] = {
         "strongest": strongest, "worst": worst, "attacks": ran, "roc": curves,
+        "low_fpr": low_fpr,
         "epsilon": {**audit, "claimed": claimed_epsilon,
                     "meaning": "a lower bound on the epsilon of any (epsilon, delta)-DP "
                                "mechanism that could have made this release: it can refute "
                                "a claim, never certify one, and holds only for a control "
                                "drawn at random from the original's population"},
         "interval": {"method": "DeLong", "confidence": confidence,
-                     "strongest_confidence": wide},
+                     "strongest_confidence": wide, "tpr": "Clopper-Pearson"},
         "counts": {"original": int(original.n), "control": int(control.n),
-                   "released": int(released.n),
-                   "members_above_1pct_threshold": _exposed(s[:m], s[m:], 0.01)},
+                   "released": int(released.n), "members": int(m), "non_members": int(k),
+                   "non_members_outside_reference": int(len(outside)),
+                   "members_above_1pct_threshold": _exposed(pos, neg, 0.01)},
         "views": {("all columns" if k == "" else "quasi-identifiers"): list(v)
                   for k, v in views.items()},
     }
     warnings = []
-    if len(reference) < m:
+    for name, total, used in (("original", original.n, m), ("control", control.n, k)):
+        if used < total:
+            warnings.append(f"{used:,} of the {total:,} {name} rows were attacked (a seeded "
+                            f"sample: measures.membership.n_targets is {n_targets:,}); the "
+                            "intervals carry the sampling")
+    if low_fpr["tpr_at_fpr_01pct"]["few_negatives"]:
+        warnings.append(f"the TPR at 0.1 % false positives is counted on "
+                        f"{low_fpr['tpr_at_fpr_01pct']['negatives']:,} non-members (fewer "
+                        f"than {MIN_NEGATIVES:,}): its threshold sits on the few highest-scored "
+                        "ones; read it with its interval")
+    if len(reference) < len(outside) and referenced:
         warnings.append(f"the reference sample has {len(reference)} control rows, fewer than "
-                        f"the {m} non-members: the calibrated and density attacks are weak")
+                        f"the {len(outside)} non-members it is set against: the calibrated and "
+                        "density attacks are weak")
     if len(rel_rows) < released.n:
         warnings.append(
             f"the release was searched in a seeded sample of {len(rel_rows):,} of its "
@@ -466,6 +558,7 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
         unavailable["epsilon_point"] = ("the chosen threshold has no false positive (or no "
                                         "false negative) among the counted targets: the "
                                         "ratio is infinite; epsilon_low bounds it")
+    ctrl_rows = target_ctrl
     return MeasureResult(
         measure="membership", figures=figures, unavailable=unavailable,
         parameters={"columns": cols, "qi_columns": qi, "n_targets": n_targets,
@@ -474,12 +567,13 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
                     "claimed_epsilon": claimed_epsilon,
                     "confidence": confidence, "seed": seed},
         higher_is_riskier=figure_directions(ran), details=details, warnings=tuple(warnings),
-        records={RECORDS: {"table": np.r_[np.zeros(m, dtype=np.int8), np.ones(m, dtype=np.int8)],
-                           "row": np.r_[members, non_members].astype(np.int64),
+        records={RECORDS: {"table": np.r_[np.zeros(m, dtype=np.int8),
+                                          np.ones(len(ctrl_rows), dtype=np.int8)],
+                           "row": np.r_[members, ctrl_rows].astype(np.int64),
                            "member": np.r_[np.ones(m, dtype=np.int8),
-                                           np.zeros(m, dtype=np.int8)],
-                           **{f"score.{a}": scores[a] for a in ran},
-                           "score": s}})
+                                           np.zeros(len(ctrl_rows), dtype=np.int8)],
+                           **{f"score.{a}": every[a] for a in ran},
+                           "score": every[strongest]}})
 
 
 def _stack(members: MixedMatrix, non_members: MixedMatrix) -> MixedMatrix:
@@ -536,7 +630,7 @@ def _exposed(pos: np.ndarray, neg: np.ndarray, at: float) -> int:
 
 def figure_directions(attack_names: Sequence[str]) -> dict[str, bool]:
     """figure -> higher is riskier (every membership figure: higher = more exposed)."""
-    out = {k: True for k in PER_ATTACK}
+    out = {k: True for k in (*PER_ATTACK, *TPR_INTERVALS)}
     out.update({f"{a}.{k}": True for a in attack_names for k in PER_ATTACK})
     out.update({k: True for k in EPSILON_FIGURES})
     out.update({"n_members": False, "n_non_members": False, "n_reference": False,
@@ -549,7 +643,7 @@ def _attack_names(params: MembershipParams, roles: Roles) -> list[str]:
     cols = params.columns or [*roles.quasi_identifiers, *roles.sensitive]
     qi = [c for c in roles.quasi_identifiers if c in cols]
     if params.partly_informed and qi and len(qi) < len(cols):
-        names += [f"{a}_qi" for a in params.attacks]
+        names += [f"{a}_qi" for a in params.attacks if a != "density"]
     return names
 
 
@@ -622,6 +716,7 @@ FAMILY = MeasureFamily(
     figures=lambda p, roles: figure_directions(_attack_names(p, roles)),
     needs=("original",),
     reads=("control",),
+    distance=True,
     alarm=_alarm,
     refutes=_refutes,
     fits_models=True,

@@ -101,7 +101,8 @@ def test_planted_near_copies_are_caught_while_no_row_is_an_exact_copy(population
     exact = copies(t["original"], t["released"], t["control"], columns=COLUMNS, seed=1)
     assert exact.figures["exact_share"] == 0.0
     f = res.figures
-    assert res.details["strongest"] == "distance"
+    # a nearest-neighbour attack is the strongest (which scaling wins is the data's)
+    assert res.details["strongest"] in ("distance", "distance_std", "distance_l2")
     assert f["auc_low"] > 0.53 and f["auc"] > 0.56, f
     # the low-FPR regime: the planted members stand out with confidence (~15 % of them)
     assert f["tpr_at_fpr_1pct"] >= 0.10, f
@@ -261,7 +262,8 @@ def test_the_audit_chooses_on_one_half_and_counts_on_the_other():
     rng = np.random.default_rng(2)
     m = 400
     s = np.r_[rng.normal(1.5, 1, m), rng.normal(0, 1, m)]
-    eps, audit = epsilon_audit({"a": s, "b": -s}, m, seed=3, delta=1e-5, confidence=0.95)
+    eps, audit = epsilon_audit({"a": (s[:m], s[m:]), "b": (-s[:m], -s[m:])}, seed=3,
+                               delta=1e-5, confidence=0.95)
     assert audit["attack"] == "a" and audit["members"] == audit["non_members"] == m // 2
     pos = np.random.default_rng([3, 0xE95]).permutation(m)  # the audit's own split
     counted = s[pos[m // 2:]]

@@ -236,9 +236,13 @@ def _smallest_k(D: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------- the nearest distance alone
-def nearest_distance(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarray:
+def nearest_distance(queries: MixedMatrix, candidates: MixedMatrix, squared: bool = False
+                     ) -> np.ndarray:
     """Per query the distance to its nearest candidate: ``kneighbors(queries, candidates,
-    1)[1][:, 0]``, the same float64 values, found without comparing every pair.
+    1)[1][:, 0]``, the same float64 values, found without comparing every pair. With
+    ``squared``, the squared Euclidean distance over one-hot categories and the numbers as
+    given instead (a category mismatch adds 2, a number its squared difference; a missing
+    number against a present one: +inf, two missing: 1).
 
     The candidates are grouped by their categorical codes (every row of a group has the same
     codes, so one mismatch count per group and query) and, within a group, sorted by one
@@ -253,6 +257,8 @@ def nearest_distance(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarra
     """
     kernel = compiled(_nearest_rows)
     if kernel is None or candidates.n == 0:
+        if squared:
+            return _nearest_squared_blocks(queries, candidates)
         return kneighbors(queries, candidates, 1)[1][:, 0]
     cn = np.asarray(candidates.numeric, dtype=np.float64)
     cc = np.asarray(candidates.categorical, dtype=np.int32)
@@ -281,9 +287,33 @@ def nearest_distance(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarra
     starts, nan_starts = starts.astype(np.int64), np.asarray(nan_starts, dtype=np.int64)
 
     def run(sl: slice) -> None:
-        kernel(qn[sl], qc[sl], cs, keys, starts, nan_starts, wild, sort_col, out[sl])
+        kernel(qn[sl], qc[sl], cs, keys, starts, nan_starts, wild, sort_col, squared,
+               out[sl])
 
     in_chunks(queries.n, run, 512)
+    return out
+
+
+def _nearest_squared_blocks(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarray:
+    """:func:`nearest_distance` with ``squared`` without numba: blocks of queries against
+    every candidate."""
+    out = np.empty(queries.n)
+    block = max(1, DEFAULT_MAX_CELLS // max(candidates.n, 1))
+    for start in range(0, queries.n, block):
+        sl = slice(start, min(queries.n, start + block))
+        qn, qc = queries.numeric[sl], queries.categorical[sl]
+        D = np.zeros((qc.shape[0], candidates.n))
+        for j in range(qn.shape[1]):
+            a, b = qn[:, j][:, None], candidates.numeric[:, j][None, :]
+            term = (a - b) ** 2
+            an, bn = np.isnan(a), np.isnan(b)
+            D += np.where(an & bn, 1.0, np.where(an | bn, np.inf, term))
+        for j in range(qc.shape[1]):
+            q, c = qc[:, j][:, None], candidates.categorical[:, j][None, :]
+            w = candidates.wild[j] if candidates.wild else NO_WILDCARD
+            miss = (q != c) if w == NO_WILDCARD else (q != c) & (q != w) & (c != w)
+            D += 2.0 * miss
+        out[sl] = D.min(axis=1)
     return out
 
 
@@ -314,13 +344,14 @@ def _groups(cc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarray,
                   starts: np.ndarray, nan_starts: np.ndarray, wild: np.ndarray, s: int,
-                  out: np.ndarray) -> None:  # pragma: no cover
+                  squared: bool, out: np.ndarray) -> None:  # pragma: no cover
     """:func:`nearest_distance`'s search: ``cn`` sorted by group, then NaN-ness and value of
     column ``s``; group g's rows are starts[g]:starts[g+1], its NaN rows from
-    nan_starts[g]."""
+    nan_starts[g]. With ``squared``, squared differences and a mismatch weighing 2."""
     nq, p = qn.shape
     n_groups, q = keys.shape
     inf = np.inf
+    weight = 2.0 if squared else 1.0
     mism = np.empty(n_groups, dtype=np.int64)
     for i in range(nq):
         low_g = 0
@@ -340,12 +371,12 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
             g = low_g if step == 0 else step - 1
             if step > 0 and g == low_g:
                 continue
-            if not mism[g] < best:
+            if not weight * mism[g] < best:
                 continue
             if p == 0:
                 d0 = 0.0
                 if q:
-                    d0 += mism[g]
+                    d0 += weight * mism[g]
                 if d0 < best:
                     best = d0
                 continue
@@ -371,7 +402,8 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                 j = pos if direction == 0 else pos - 1
                 while j_from <= j < j_to:
                     if a0 == a0:
-                        bound = abs(a0 - cn[j, s]) + mism[g]
+                        gap = abs(a0 - cn[j, s])
+                        bound = (gap * gap if squared else gap) + weight * mism[g]
                         if bound >= best:
                             break
                     d = 0.0
@@ -382,10 +414,12 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                             d += 1.0 if b != b else inf
                         elif b != b:
                             d += inf
+                        elif squared:
+                            d += (a - b) * (a - b)
                         else:
                             d += abs(a - b)
                     if q:
-                        d += mism[g]
+                        d += weight * mism[g]
                     if d < best:
                         best = d
                     j = j + 1 if direction == 0 else j - 1

@@ -222,6 +222,7 @@ FAMILY = MeasureFamily(
     figures=_figures,
     needs=("original",),
     reads=("control",),
+    distance=True,
     start_up=warm,
     check=_check,
     alarm=attack_alarm,

@@ -181,6 +181,7 @@ FAMILY = MeasureFamily(
     figures=lambda p, roles: attack_figures(),
     needs=("original",),
     reads=("control",),
+    distance=True,
     start_up=warm,
     check=_check,
     alarm=attack_alarm,

@@ -661,6 +661,7 @@ FAMILY = MeasureFamily(
     figures=lambda p, roles: attack_figures(),
     needs=("original",),
     reads=("control",),
+    distance=True,
     start_up=_start_up,
     check=_check,
     alarm=attack_alarm,

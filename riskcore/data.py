@@ -287,6 +287,16 @@ class EncodedTable:
         """The number of records the rows stand for."""
         return self.n if self.multiplicity is None else int(self.multiplicity.sum())
 
+    def take(self, rows: np.ndarray) -> EncodedTable:
+        """The table's ``rows`` alone (codes shared: the categories stay the same)."""
+        from dataclasses import replace
+
+        cols = {c: replace(col, codes=col.codes[rows], missing=col.missing[rows],
+                           values=None if col.values is None else col.values[rows])
+                for c, col in self.columns.items()}
+        mult = None if self.multiplicity is None else self.multiplicity[rows]
+        return replace(self, n=int(len(rows)), columns=cols, multiplicity=mult)
+
     def column(self, name: str) -> EncodedColumn:
         try:
             return self.columns[name]

@@ -104,10 +104,10 @@ class ControlOverlap:
         return self.excess > CONTROL_OVERLAP_MARGIN and self.p_value < CONTROL_OVERLAP_ALPHA
 
     def describe(self, n_columns: int, other: str = "original") -> str:
+        row = "an original row" if other == "original" else f"a row of the {other}"
         return (f"{self.overlapping} of {self.n_control} control rows ({self.share:.1%}) equal "
-                f"a row of the {other} on the {n_columns} shared column(s); independent samples "
-                f"of this data coincide on {self.expected:.1%} (the {other}'s rows repeated "
-                f"within it), an "
+                f"{row} on the {n_columns} shared column(s); independent samples of this "
+                f"data coincide on {self.expected:.1%} ({other} rows repeated within it), an "
                 f"excess of {self.excess * 100:+.1f} points (z = {self.z:.1f}, one-sided p = "
                 f"{self.p_value:.2g}; rejected above {CONTROL_OVERLAP_MARGIN:.0%} with p < "
                 f"{CONTROL_OVERLAP_ALPHA:g})")

@@ -99,6 +99,8 @@ class ReleaseDiff:
     evidence: tuple[str, ...]
     links: Links | None = None
     linked: np.ndarray | None = None
+    #: the links cover a seeded sample of the released rows, not each of them
+    sampled: bool = False
     #: per relabelled column, original label -> released label (learned from linked rows;
     #: values of the column: never serialized)
     label_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -117,12 +119,12 @@ class ReleaseDiff:
                 "chance_from": self.chance_from, "link_threshold": self.threshold,
                 "rows": dict(self.rows),
                 "columns": {c: d.to_dict() for c, d in self.columns.items()},
-                "evidence": list(self.evidence)}
+                "evidence": list(self.evidence), "summary": self.summary()}
 
     def links_frame(self) -> pd.DataFrame:
         """One row per released row, in release order: the original row it comes from
         (0-based, null when none) and the link's quality."""
-        assert self.links is not None and self.linked is not None
+        assert self.links is not None and self.linked is not None and not self.sampled
         row = pd.array(np.where(self.linked, self.links.original_row, -1), dtype="Int64")
         row[~self.linked] = pd.NA
         return pd.DataFrame({"original_row": row,
@@ -135,9 +137,11 @@ class ReleaseDiff:
         lines = []
         if self.kind in ("kept", "subsample"):
             kept = min(n_r, n_o)
+            linked = (f"{self.rows['linked']:,} of a sample of {self.rows['linked_of_sample']:,}"
+                      if self.sampled else f"{self.rows['linked']:,}")
             lines.append(f"{self.kind}: {kept:,} of {n_o:,} records ({kept / max(n_o, 1):.1%}), "
-                         f"{1 - kept / max(n_o, 1):.1%} removed; {self.rows['linked']:,} "
-                         "linked to their original row")
+                         f"{1 - kept / max(n_o, 1):.1%} removed; {linked} linked to their "
+                         "original row")
         elif self.kind == "mixed":
             lines.append(f"mixed: {self.linked_share:.1%} of {n_r:,} released rows are the "
                          f"original's records (beyond the {self.chance:.1%} chance gives), the "
@@ -270,7 +274,7 @@ def _transforms(doms: Mapping[str, ColumnDomain], kind: str, links: Links,
 
 def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame | None = None,
          *, types: Mapping[str, ColumnType] | None = None, markers: Sequence[str] = (),
-         seed: int = 0) -> ReleaseDiff:
+         seed: int = 0, sample: int | None = None) -> ReleaseDiff:
     """The release read against its original (see the module doc).
 
     Args:
@@ -280,7 +284,16 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
         types: column types the config declares (they win over every reading).
         markers: cells that mean missing in every column (besides those found).
         seed: the seed of every random step (chance's sample).
+        sample: link a seeded sample of this many released rows (the kind, the transforms and
+            the readings need no more); the links then cover those rows alone
+            (:attr:`ReleaseDiff.sampled`). Default: every row.
     """
+    full_n = len(released)
+    sampled = sample is not None and full_n > sample
+    if sampled:
+        rng = np.random.default_rng([seed, 0xD1F])
+        released = released.iloc[np.sort(rng.choice(full_n, int(sample or 0),
+                                                    replace=False))]
     n_o, n_r = len(original), len(released)
     shared = [str(c) for c in released.columns if c in original.columns]
     if control is not None:
@@ -291,7 +304,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     doms = {c: column_domain(c, {t: df[c] for t, df in tables.items()}, markers)
             for c in shared}
     usable = {c: d for c, d in doms.items() if d.comparable and (d.codes["released"] >= 0).any()}
-    evidence = [f"{n_r:,} released rows, {n_o:,} original rows"]
+    evidence = [f"{full_n:,} released rows, {n_o:,} original rows"]
     readings = read_columns(tables, list(dict.fromkeys([*original.columns, *released.columns])),
                             types)
     if not usable:
@@ -299,7 +312,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
                         "rows")
         columns = _columns(original, released, doms, readings, {c: ("new", {}) for c in doms})
         return ReleaseDiff("synthetic", 0.0, 0.0, 0.0, "none", 1.0,
-                           {"original": n_o, "released": n_r, "linked": 0}, columns,
+                           {"original": n_o, "released": full_n, "linked": 0}, columns,
                            tuple(evidence))
     links, w = _link_all(list(usable.values()), seed)
     learned = []
@@ -339,12 +352,12 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
                     f"{tau:g} or more on {len(usable)} column(s); {share_c:.1%} of "
                     f"{chance_from} do so by chance")
     records = linked_share >= KEPT_SHARE or (
-        linked_share >= MOST and n_r <= n_o * (1 + PERTURBED))
+        linked_share >= MOST and full_n <= n_o * (1 + PERTURBED))
     if records:
-        kind = "subsample" if n_r < SUBSAMPLE_BELOW * n_o else "kept"
+        kind = "subsample" if full_n < SUBSAMPLE_BELOW * n_o else "kept"
         evidence.append(f"{linked_share:.1%} of released rows are original records beyond "
-                        f"chance; the release holds {n_r / max(n_o, 1):.1%} as many rows as "
-                        f"the original: {KIND_WORDS[kind]}")
+                        f"chance; the release holds {full_n / max(n_o, 1):.1%} as many rows "
+                        f"as the original: {KIND_WORDS[kind]}")
         if linked_share < KEPT_SHARE:
             evidence.append("most released rows link to original records and the release has "
                             "no more rows than the original: its records, perturbed in more "
@@ -358,11 +371,15 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
         evidence.append("no more released rows link than chance gives: new (synthetic) rows")
     transforms = _transforms(doms, kind, links, linked)
     columns = _columns(original, released, doms, readings, transforms)
-    rows = {"original": n_o, "released": n_r, "linked": n_linked,
+    rows = {"original": n_o, "released": full_n, "linked": n_linked,
+            **({"linked_of_sample": n_r} if sampled else {}),
             **({"control": len(control)} if control is not None else {})}
+    if sampled:
+        evidence.insert(1, f"the kind is read on a seeded sample of {n_r:,} of the "
+                           f"{full_n:,} released rows")
     return ReleaseDiff(kind, linked_share, share_r, share_c, chance_from, tau, rows, columns,
-                       tuple(evidence), links, linked,
-                       {c: label_map(doms[c]) for c in learned})
+                       tuple(evidence), links, linked, sampled=sampled,
+                       label_maps={c: label_map(doms[c]) for c in learned})
 
 
 def _columns(original: pd.DataFrame, released: pd.DataFrame,

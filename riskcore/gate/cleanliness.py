@@ -133,14 +133,13 @@ def with_names(df: pd.DataFrame) -> pd.DataFrame:
 def column_readings(frames: Mapping[str, pd.DataFrame], roles: Roles
                     ) -> dict[str, ColumnReading]:
     """How each measured column reads (:func:`riskcore.anatomy.read_column`: a code or a
-    quantity, with its evidence), over the tables that hold it; a type the config declares
-    wins."""
-    out = {}
-    for col in roles.measured_columns:
-        present = [df[col] for df in frames.values() if col in df.columns]
-        if present:
-            out[col] = read_column(col, present, roles.types.get(col))
-    return out
+    quantity, with its evidence), on the original (the types are decided there, as the
+    checks decide them; else the first table); a type the config declares wins."""
+    ref = frames.get("original")
+    if ref is None:
+        ref = next(iter(frames.values()))
+    return {col: read_column(col, [ref[col]], roles.types.get(col))
+            for col in roles.measured_columns if col in ref.columns}
 
 
 def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles,
@@ -167,8 +166,7 @@ def declared_types(frames: Mapping[str, pd.DataFrame], roles: Roles,
                 types[col] = ColumnType.BOOLEAN
             elif looks_numeric(s) and not any(written_as_code(df[col])
                                               for df in frames.values() if col in df.columns):
-                reading = (readings or {}).get(col) or read_column(
-                    col, [df[col] for df in frames.values() if col in df.columns])
+                reading = (readings or {}).get(col) or read_column(col, [s])
                 code = reading.type == "categorical" and not reading.split
                 types[col] = ColumnType.CATEGORICAL if code else ColumnType.CONTINUOUS
             else:

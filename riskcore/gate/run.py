@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import platform
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,7 @@ import pandas as pd
 
 from .. import progress
 from ..alignment import Alignment, align_tables
+from ..anatomy import ReleaseDiff
 from ..anatomy.reading import ColumnReading
 from ..data import ColumnType, EncodedTable, encode_tables, looks_numeric
 from ..errors import ConfigError, InputError, RiskgateError, StorageError
@@ -123,7 +125,7 @@ def measured_tables(gate: Gate) -> frozenset[str]:
     needs = {table for name in gate.measures for table in BY_NAME[name].needs}
     tables = {"released", "identification", *needs}
     if "original" in needs:
-        tables.update(CONTROLS)
+        tables.update(t for t in CONTROLS if t == "control" or gate.config.custodian_control)
     return frozenset(tables)
 
 
@@ -451,6 +453,8 @@ class _Run:
     spans: progress.WorkSpans = field(default_factory=progress.WorkSpans)
     #: the families' start-up, begun beside the load (:func:`riskcore.measures.start_up`)
     starting: StartUp | None = None
+    #: the release read against its original (:func:`read_release`)
+    release: ReleaseDiff | None = None
 
     @property
     def folder(self) -> str:
@@ -630,6 +634,11 @@ def _sequence(run: _Run) -> Decision:
         run.timings["validate"] -= waited
         run.timings["gx_start"] = waited
     run.validation = report.to_dict()
+    if report.success:  # the release read against its original (riskgate diff)
+        release = run.timed("diff", lambda: read_release(gate, frames))
+        if release is not None:
+            run.release = release
+            run.validation["release"] = release.to_dict()
     run.files["validation.json"] = json_bytes(redact(run.validation))
     flagged = (report.identifiers.rows("released") if report.identifiers is not None
                else np.empty(0, dtype=np.int64))
@@ -668,7 +677,7 @@ def _sequence(run: _Run) -> Decision:
     parallel = min(len(gate.measures), int(getattr(steps, "parallel_measures", 1)))
     with thread_budget(family_threads(parallel),
                        models=any(BY_NAME[n].fits_models for n in gate.measures)):
-        results, errors = run.timed("measures", lambda: steps.measures(gate, inputs))
+        results, errors = run.timed("measures", lambda: measure_release(run, inputs))
     release_memory()
     decision = run.timed("decide", lambda: decide_results(gate, results, errors))
     if inputs.custodian_control is not None:
@@ -706,6 +715,71 @@ def _sequence(run: _Run) -> Decision:
     if review is not None:
         run.extra["review"] = review
     return reviewed
+
+
+#: the released rows the gate's diff links to judge the kind (a seeded sample above)
+DIFF_ROWS = 20_000
+
+
+def read_release(gate: Gate, frames: Mapping[str, Any]) -> ReleaseDiff | None:
+    """The release read against its original on the measured columns
+    (:func:`riskcore.anatomy.diff`: its kind, each column's transform and reading), for the
+    validation record and the report; a mixed release's every row linked, for the families of
+    equivalence classes (:func:`measure_release`). None for partitions."""
+    from ..anatomy import diff
+
+    tables = {t: frames.get(t) for t in ("original", "released", "control")}
+    if not all(isinstance(tables[t], pd.DataFrame) for t in ("original", "released")):
+        return None
+    cfg = gate.config
+    roles = cfg.role_spec
+    cols = list(roles.measured_columns)
+
+    def measured(df: pd.DataFrame | None) -> pd.DataFrame | None:
+        return None if df is None else df[[c for c in cols if c in df.columns]]
+
+    args = (measured(tables["original"]), measured(tables["released"]),
+            measured(tables["control"]) if isinstance(tables["control"], pd.DataFrame)
+            else None)
+    kwargs = {"types": dict(roles.types), "markers": tuple(cfg.missing_values),
+              "seed": cfg.seed}
+    release = diff(*args, sample=DIFF_ROWS, **kwargs)  # type: ignore[arg-type]
+    if release.kind == "mixed" and release.sampled:
+        release = diff(*args, **kwargs)  # type: ignore[arg-type]
+    return release
+
+
+def measure_release(run: _Run, inputs: MeasureInputs
+                    ) -> tuple[dict[str, MeasureResult], dict[str, str]]:
+    """Every family on the encoded inputs; for a mixed release (new rows with some of the
+    original's records), the families of equivalence classes on its linked rows alone: the
+    classes of the records it publishes, not padded by new rows (their per-record values go
+    back to those rows; the others have none)."""
+    gate, steps = run.gate, run.steps
+    release = run.release
+    classes = {n: p for n, p in gate.measures.items() if BY_NAME[n].scale == "classes"}
+    if release is None or release.kind != "mixed" or not classes or \
+            release.linked is None or inputs.released.multiplicity is not None:
+        return steps.measures(gate, inputs)
+    rows = np.flatnonzero(release.linked)
+    rest = {n: p for n, p in gate.measures.items() if n not in classes}
+    results, errors = steps.measures(replace(gate, measures=rest), inputs) if rest else ({}, {})
+    linked = replace(inputs, released=inputs.released.take(rows), _cache={},
+                     _lock=threading.Lock())
+    more, more_errors = steps.measures(replace(gate, measures=classes), linked)
+    n = inputs.released.n
+    for name, result in more.items():
+        per = {k: _scatter(np.asarray(v), rows, n) for k, v in result.per_record.items()}
+        results[name] = replace(result, per_record=per, details={
+            **result.details, "rows": f"the {rows.size:,} released rows linked to an original "
+                                      f"record (of {n:,}): a mixed release's records"})
+    return results, {**errors, **more_errors}
+
+
+def _scatter(values: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    out = np.full(n, np.nan)
+    out[rows] = values.astype(float)
+    return out
 
 
 def decide_results(gate: Gate, results: Mapping[str, MeasureResult],

@@ -615,8 +615,11 @@ CASES = [
     Case("partitioned-zero-row-part", _partitions(_zero_row_part), 0, r"verdict: APPROVED",
          "APPROVED", MEASURED_FILES - {"per_record.parquet"} | {"per_record"}),
     # ---- text from the data in names: shown neutralized, and never slow
-    Case("column-name-escapes", _rename("sex", "se\x1b[31mx\u202e"), 0, r"verdict: APPROVED",
-         "APPROVED", MEASURED_FILES),
+    # a name holding control characters can end a line wherever it is written (a config's
+    # comment, a log): refused at load, named escaped, never echoed raw
+    Case("column-name-escapes", _rename("sex", "se\x1b[31mx\u202e"), 3,
+         r"column 5 is named 'se\\u001b\[31mx\\u202e', which holds a line break, control "
+         r"or invisible character; rename the column", "ERROR", ERROR_FILES),
     Case("column-name-5000-chars", _rename("sex", "s" * 5000), 0, r"verdict: APPROVED",
          "APPROVED", MEASURED_FILES),
     Case("usage-unknown-flag", lambda ws: None, 64, r"usage error: unrecognized arguments",

@@ -11,11 +11,11 @@ docs/measures.md, membership). So the reading decides, in this order:
    more: :data:`riskcore.data.CODE_PATTERN`): a category;
 3. the name: a word of :data:`CODE_WORDS` (zip, puma, region, occupation, industry...) makes a
    category, a word of :data:`QUANTITY_WORDS` (age, income, hours...) a quantity;
-4. the values of a column of whole numbers: sparse over their range (fewer than
-   :data:`DENSE` of the integers between the smallest and the largest occur, over more than
-   :data:`FEW_VALUES` values: codes with gaps) a category; a dense range a quantity; a handful
-   of values (at most :data:`FEW_VALUES`) could be either: the reading is **split**, and the
-   distance attacks run under both readings and report the worse;
+4. the values of a column of whole numbers: a handful of values (at most
+   :data:`FEW_VALUES`) or values repeated with gaps between them (fewer than :data:`DENSE` of
+   the integers between the smallest and the largest occur: codes, or a rounded quantity)
+   could be either: the reading is **split**, and the distance attacks run under both
+   readings and report the worse; a dense range, or values mostly distinct, a quantity;
 5. numbers with fractions: a quantity.
 """
 
@@ -134,12 +134,17 @@ def read_column(name: str, columns: Sequence[pd.Series],
         return ColumnReading(name, "categorical", True, (
             f"{distinct.size} whole numbers: a code or a small count; measured both ways",),
             numbers=True)
-    if density < DENSE:
-        return ColumnReading(name, "categorical", False, (
+    rows = sum(int(s.notna().sum()) for s in present)
+    if density < DENSE and distinct.size < 0.5 * rows:
+        # repeated values with gaps between them: codes (a zip, an industry), or a quantity
+        # rounded or heavy-tailed (incomes): measured both ways
+        return ColumnReading(name, "numeric", True, (
             f"{distinct.size:,} whole numbers spread over {span:,.0f} (only {density:.0%} of "
-            "the range occurs): codes with gaps",), numbers=True)
+            "the range occurs): codes with gaps, or a rounded quantity; measured both ways",),
+            numbers=True)
     return ColumnReading(name, "numeric", False, (
-        f"{distinct.size:,} whole numbers filling {density:.0%} of their range: a quantity",))
+        f"{distinct.size:,} whole numbers, {density:.0%} of their range, "
+        f"{distinct.size / max(rows, 1):.0%} of the rows distinct: a quantity",))
 
 
 def without(series: pd.Series, markers: Sequence[str]) -> pd.Series:

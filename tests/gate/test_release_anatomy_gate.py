@@ -29,12 +29,12 @@ def tables(tmp_path_factory) -> dict[str, Path]:
 
 
 def _gate(tables: dict[str, Path], released: str, measures: dict, checks: list[str],
-          run: str) -> tuple[dict, dict, Path]:
+          run: str, **extra: object) -> tuple[dict, dict, Path]:
     cfg = {"release_id": f"anatomy-{released}", "original": "original.csv",
            "released": f"{released}.csv", "control": "control.csv", "output_url": "runs",
-           "seed": 4, "roles": {"quasi_identifiers": ["region", "age", "sex", "zip"],
-                                "sensitive": ["diagnosis"]},
-           "measures": measures, "policy": {"version": 1, "checks": checks}}
+           "seed": 4, "roles": {"quasi_identifiers": ["region", "age", "sex", "zip", "puma"],
+                                "sensitive": ["diagnosis", "income"]},
+           "measures": measures, "policy": {"version": 1, "checks": checks}, **extra}
     path = tables["root"] / f"{run}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     outcome = run_gate(load_gate(path), run, steps=LocalSteps())
@@ -45,7 +45,8 @@ def _gate(tables: dict[str, Path], released: str, measures: dict, checks: list[s
 
 def test_the_validation_record_and_the_report_say_what_was_done(tables):
     validation, _, folder = _gate(tables, "k-anonymized", {"k_anonymity": {}},
-                                  ["k_anonymity.k >= 1"], "kanon")
+                                  ["k_anonymity.k >= 1"], "kanon",
+                                  generalization={"age": "interval", "zip": {"mask": "*"}})
     release = validation["release"]
     assert release["kind"] == "kept"
     assert release["columns"]["age"]["transform"] == "generalized"

@@ -6,7 +6,7 @@
 module path, so a worker runs the gate from the installed package: no pull step, no working
 directory, the same in a checkout and in the image.
 
-Seed 001's 5 gate runs at once is kept twice. At the door, the work pool's concurrency limit
+Protegrity's 5 gate runs at once is kept twice. At the door, the work pool's concurrency limit
 (``riskgate deploy`` and ``riskgate limits --gate N`` size it): runs beyond it wait Scheduled and
 start no process, and a paused review does not count (Prefect counts Pending and Running runs).
 Inside, the global concurrency limit ``riskgate-gate`` that every gate run takes (deployments,
@@ -106,9 +106,9 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
             "release manifest watch-releases finds and each riskgate.anonymization.completed "
             "event. A manifest or payload names release_id, released and checksums, and only "
             "what the config's trigger.allow lists; never the config, policy, original or "
-            "output folder, and no run parameter can. At most 5 gate runs at once (seed 001's "
-            "job queue: the riskgate-gate limit) and 60 triggered runs a minute (the "
-            "riskgate-trigger-rate limit)."),
+            "output folder, and no run parameter can. At most 5 gate runs at once (the job "
+            "queue limit Protegrity's best practices recommend: the riskgate-gate limit) and 60 "
+            "triggered runs a minute (the riskgate-trigger-rate limit)."),
         "tags": ["riskgate", "triggered"],
         "parameters": {},
         "enforce_parameter_schema": True,

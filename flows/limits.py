@@ -1,8 +1,9 @@
-"""The gate's shared limits (seed 001: 5 gate runs at once, 60 triggered runs a minute).
+"""The gate's shared limits (Protegrity's best practices: 5 gate runs at once, 60 triggered runs a
+minute).
 
 Both are Prefect global concurrency limits, shared by every worker, every deployment and every
 CLI run against the same API. Their size is set by an administrator (``riskgate limits``, or
-``riskgate deploy``), never by a gate config; a gate run creates a missing limit with seed 001's
+``riskgate deploy``), never by a gate config; a gate run creates a missing limit with Protegrity's
 default and never resizes one.
 
 A gate holds its slot as a *lease* of :data:`LEASE_S` seconds that the running process renews:
@@ -31,8 +32,8 @@ from riskcore.errors import RiskgateError
 
 GATE_LIMIT = "riskgate-gate"
 TRIGGER_RATE_LIMIT = "riskgate-trigger-rate"
-DEFAULT_GATE_CONCURRENCY = 5  # seed 001: job queue limit
-DEFAULT_TRIGGER_RATE = 60  # seed 001: requests per minute
+DEFAULT_GATE_CONCURRENCY = 5  # Protegrity's best practices: job queue limit
+DEFAULT_TRIGGER_RATE = 60  # Protegrity's best practices: requests per minute
 LEASE_S = 60.0  # the shortest lease Prefect accepts
 WAIT_TICK_S = 10.0
 DEFAULT_WAIT_S = 3600.0
@@ -87,7 +88,7 @@ def set_limits(gate: int | None = None, trigger_rate: int | None = None
 
 
 def current_gate_limit() -> int:
-    """The size of the gate limit (the administrator's, else seed 001's default)."""
+    """The size of the gate limit (the administrator's, else Protegrity's default)."""
     with get_client(sync_client=True) as client:
         try:
             return int(client.read_global_concurrency_limit_by_name(GATE_LIMIT).limit)

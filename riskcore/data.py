@@ -1,4 +1,4 @@
-"""Data roles, column types and the single encoding pass every measure reads (SPEC section 1).
+"""Data roles, column types and the single encoding pass every measure reads (docs/measures.md 1).
 
 A table is encoded once: each column becomes integer codes (``-1`` = missing), numeric columns
 also keep their float values, and a missing mask. Several tables (original, released, control,

@@ -1,10 +1,11 @@
 """Equivalence classes: per-record sample frequency fk and population frequency Fk.
 
-SPEC 3.1 (sdcMicro ``freqCalc``) and 3.2 (NA as wildcard), SPEC 2 (identification table).
+docs/measures.md 3.1 (sdcMicro ``freqCalc``) and 3.2 (NA as wildcard), docs/measures.md 2
+(identification table).
 
 * fk: number of sample records sharing the record's quasi-identifier values.
 * Fk: population frequency: the sum of sample weights in the class (sdcMicro), the size of the
-  matching class of an identification table (ARX's research subset / seed 000's identification
+  matching class of an identification table (ARX's research subset / Protegrity's identification
   data set), or fk when neither is given.
 
 Everything is vectorized over column arrays: classes are found by combining integer codes column
@@ -267,7 +268,7 @@ def frequencies(
         population: identification table encoded jointly with ``sample``; every sample class must
             occur in it (the sample is a subset of the population by QI values).
         use_weights: take Fk = sum of sample weights when the roles name a weight column.
-        missing: ``own`` (missing is its own value) or ``wildcard`` (SPEC 3.2).
+        missing: ``own`` (missing is its own value) or ``wildcard`` (docs/measures.md 3.2).
         alpha: weight of NA-bearing combinations under the wildcard policy (sdcMicro's alpha).
 
     Returns:
@@ -349,7 +350,7 @@ def frequencies(
 def _wildcard_counts(
     combos: np.ndarray, f0: np.ndarray, F0: np.ndarray, alpha: float, n: int, total_w: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """sdcMicro freqCalc's NA rule (SPEC 3.2) on distinct key combinations.
+    """sdcMicro freqCalc's NA rule (docs/measures.md 3.2) on distinct key combinations.
 
     Complete c: f(c) = f0(c) + alpha * sum f0(a) over compatible NA-bearing a.
     NA-bearing a: f(a) = f0(a) + sum f0(c) over compatible complete c

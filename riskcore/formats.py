@@ -28,6 +28,7 @@ import pandas as pd
 
 from .data import NUMBER_PATTERN, distinct, map_distinct, used_values, written_as_code
 from .errors import InputError
+from .identifiers import identifier_names
 from .roles import ColumnType
 
 #: a number already in canonical form: an integer without sign, plus or leading zero, or a
@@ -218,10 +219,16 @@ def refuse_unsafe_names(names: Sequence[str], what: str, url: str) -> None:
     """InputError naming the column (by position, its name escaped) whose name holds a line
     break, a control or an invisible format character: such a name can end a line wherever it
     is written (a config's comment, a log, a report) and say something the file's author
-    chose. A header's own byte-order mark is not part of its first name."""
+    chose. A header's own byte-order mark is not part of its first name. A name that holds a
+    direct identifier (riskcore.identifiers) is refused by its position alone: the name is
+    never written anywhere."""
     for i, name in enumerate(map(str, names)):
         if _UNSAFE_NAME.search(name):
             shown = _UNSAFE_NAME.sub(lambda m: f"\\u{ord(m.group()):04x}", name)[:80]
             raise InputError(f"{what}: '{url}' column {i + 1} is named '{shown}', which holds "
                              "a line break, control or invisible character; rename the column "
                              "(names are written into configs, logs and reports)")
+    for position, kind in identifier_names(list(map(str, names)))[:1]:
+        raise InputError(f"{what}: '{url}' column {position}'s name holds {kind} (a direct "
+                         "identifier, published with every copy of the file); rename the "
+                         "column")

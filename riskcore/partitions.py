@@ -396,10 +396,13 @@ def _sample_rows(n: int, rate: float, seed: int, index: int) -> np.ndarray:
 def tasks_for(table: Partitioned, roles: Roles, *, url: str, sample_rows: int, seed: int,
               options: Mapping[str, Any] | None = None,
               check: Callable[[str, pd.DataFrame], Any] | None = None,
-              count: bool = True, markers: Markers | None = None) -> list[PartitionTask]:
-    """One work order per partition of ``table`` (``count``: its distinct rows too)."""
+              count: bool = True, markers: Markers | None = None, published: bool = False
+              ) -> list[PartitionTask]:
+    """One work order per partition of ``table`` (``count``: its distinct rows too). A
+    published table (released, control) is read whole: every column is checked."""
     keys = count_keys(roles, table.columns) if count else []
-    read = [c for c in roles.all_columns if c in table.columns]
+    read = list(table.columns) if published else [c for c in roles.all_columns
+                                                   if c in table.columns]
     rate = min(1.0, sample_rows / max(table.records, 1))
     return [PartitionTask(table=table.name, file=f, index=i, offset=off, rows=n, url=url,
                           read=tuple(read), keys=tuple(keys),

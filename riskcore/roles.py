@@ -1,4 +1,4 @@
-"""Column roles and types (SPEC section 1): what each column of a table is for.
+"""Column roles and types (docs/measures.md 1): what each column of a table is for.
 
 Plain Python, no numpy or pandas: the gate config is validated against these without loading
 any data library.
@@ -35,7 +35,7 @@ PUBLISHED = ("released", *CONTROLS)
 
 
 class MissingPolicy(str, Enum):
-    """How equivalence-class measures treat missing key values (SPEC 1 and 3.2)."""
+    """How equivalence-class measures treat missing key values (docs/measures.md 1 and 3.2)."""
 
     OWN = "own"  # missing is its own value (riskgate's default)
     WILDCARD = "wildcard"  # missing matches anything (sdcMicro freqCalc / ARX), weighted by alpha
@@ -43,7 +43,7 @@ class MissingPolicy(str, Enum):
 
 @dataclass(frozen=True)
 class Roles:
-    """Column roles of a table (SPEC section 1).
+    """Column roles of a table (docs/measures.md 1).
 
     Attributes:
         quasi_identifiers: what an attacker may know (sdcMicro's key variables).

@@ -1,5 +1,5 @@
 """Success rates with Wilson intervals and the privacy risk against a control set
-(seed 002: Giomi et al., anonymeter 1.1.0 ``stats/confidence.py``; SPEC 5).
+(Giomi et al., anonymeter 1.1.0 ``stats/confidence.py``; docs/measures.md 5).
 
 * z = Phi^-1((1 + CL)/2) (CL = 0.95 gives z = 1.959964).
 * Success rate of s successes in n trials is the Wilson centre
@@ -49,7 +49,7 @@ def normal_sf(z: float) -> float:
 
 
 def wilson(successes: float, trials: int, confidence_level: float = 0.95) -> Rate:
-    """Wilson score centre and error of ``successes`` out of ``trials`` (SPEC 5)."""
+    """Wilson score centre and error of ``successes`` out of ``trials`` (docs/measures.md 5)."""
     if trials <= 0:
         raise ValueError("the number of trials must be positive")
     if not 0 <= successes <= trials:
@@ -66,7 +66,8 @@ def _clip(x: float) -> float:
 
 
 def privacy_risk(attack: Rate, control: Rate | None = None) -> Risk:
-    """Risk of the attack relative to the control attack, with its propagated error (SPEC 5)."""
+    """Risk of the attack relative to the control attack, with its propagated error
+    (docs/measures.md 5)."""
     if control is None:
         return Risk(_clip(attack.rate), (_clip(attack.rate - attack.error),
                                          _clip(attack.rate + attack.error)))

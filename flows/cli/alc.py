@@ -1,4 +1,4 @@
-"""``riskgate alc``: the Anonymity Loss Coefficient (seed 004), without Prefect.
+"""``riskgate alc``: the Anonymity Loss Coefficient (the ALC paper), without Prefect.
 
 The same parameter model as the gate's ``measures.alc``, the same scenario construction and the
 same attack loop; the command also takes several released tables for one original (the ALC
@@ -34,7 +34,7 @@ ALC_SET_SCHEMA = "riskgate.alc-set/1"
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     c = sub.add_parser("alc", parents=[common],
-                       help="Anonymity Loss Coefficient attacks (seed 004)",
+                       help="Anonymity Loss Coefficient attacks (the ALC paper)",
                        description="Best-row-match attribute inference against a learned "
                        "baseline: precision, recall, PRC and ALC (< 0.5 safe, 0.5-0.75 at risk, "
                        ">= 0.75 serious).")
@@ -46,7 +46,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     c.add_argument("--all-secrets", action="store_true", dest="all_secrets",
                    help="every column as the secret, with --known (minus the secret)")
     c.add_argument("--auto-known", action="store_true", dest="auto_known",
-                   help="automatic known sets that make most rows distinct (seed 004 §6)")
+                   help="automatic known sets that make most rows distinct (the ALC paper, "
+                   "section 6)")
     c.add_argument("--per-secret", type=int, default=None, dest="per_secret",
                    help="--auto-known: known sets per secret (default 5)")
     c.add_argument("--seed", type=int, default=None)

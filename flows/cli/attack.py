@@ -1,4 +1,4 @@
-"""``riskgate attack``: singling out, linkability or inference (seed 002), without Prefect.
+"""``riskgate attack``: singling out, linkability or inference (anonymeter), without Prefect.
 
 The command runs the same family, with the same parameter model, as the gate's
 ``measures.singling_out`` / ``linkability`` / ``inference``. ``--config gate.yaml`` takes the
@@ -34,7 +34,7 @@ KINDS = {"singling-out": "singling_out", "linkability": "linkability", "inferenc
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     a = sub.add_parser("attack", parents=[common],
-                       help="singling-out, linkability or inference attack (seed 002)",
+                       help="singling-out, linkability or inference attack (anonymeter)",
                        description="Attack the original through the released table, with a "
                        "random baseline and, given a control table, a control attack.")
     a.add_argument("kind", choices=list(KINDS))

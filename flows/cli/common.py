@@ -4,6 +4,7 @@ options, and the library commands' path through the gate's own steps (read, clea
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -17,6 +18,7 @@ from rich.table import Table
 from riskcore import storage as riskcore_storage
 from riskcore.errors import ConfigError, InputError
 from riskcore.redact import redact, redact_text
+from riskcore.storage import filesystem
 
 #: off a terminal (CI, cron, a pipe): full lines, never cut at 80 columns
 _PIPE_WIDTH = 240
@@ -181,8 +183,9 @@ def prepared_inputs(cfg: Any, options: Mapping[str, Any],
     """
     from dataclasses import replace
 
+    from riskcore.gate.inputs import load_input
     from riskcore.gate.prepare import prepare_tables
-    from riskcore.gate.run import encode, load_input, validate
+    from riskcore.gate.run import encode, validate
 
     if frames is None:
         frames, infos = {}, []
@@ -218,3 +221,22 @@ def alignment_keys(base: Mapping[str, Any], roles: Mapping[str, Any]) -> dict[st
     if isinstance(gen, Mapping):
         out["generalization"] = {c: v for c, v in gen.items() if c in known}
     return out
+
+
+def file_sha256(url: str, options: dict[str, Any]) -> str:
+    """The SHA-256 the gate will find for the table at ``url`` (a file, or a folder of
+    Parquet partitions)."""
+    from riskcore.partitions import folder_sha256, is_partitioned
+
+    if is_partitioned(url, options):
+        return folder_sha256(url, options)
+    fs, path = filesystem(url, options)
+    digest = hashlib.sha256()
+    try:
+        with fs.open(path, "rb") as fh:
+            while chunk := fh.read(8 << 20):
+                digest.update(chunk)
+    except FileNotFoundError:
+        raise ConfigError(f"'{redact_text(url)}' does not exist; emit the event after the "
+                          "file is written") from None
+    return digest.hexdigest()

@@ -5,7 +5,6 @@ without one: an event emitted into a throwaway server reaches nobody."""
 from __future__ import annotations
 
 import argparse
-import hashlib
 import subprocess
 import sys
 import time
@@ -15,9 +14,9 @@ from typing import Any
 
 from riskcore.errors import ConfigError, RiskgateError
 from riskcore.redact import redact_text
-from riskcore.storage import check_url, filesystem
+from riskcore.storage import check_url
 
-from .common import add_storage_flag, console, out, storage_options
+from .common import add_storage_flag, console, file_sha256, out, storage_options
 
 VERDICT_EXIT = {"APPROVED": 0, "REJECTED": 1, "NEEDS_REVIEW": 2, "ERROR": 3}
 DEFAULT_PREFECT_FILE = "deployments/prefect.yaml"
@@ -70,7 +69,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     s.set_defaults(handler=cmd_serve)
 
     lim = sub.add_parser("limits", parents=[common],
-                         help="show or set the gate's shared limits (seed 001)")
+                         help="show or set the gate's shared limits (Protegrity's best practices)")
     lim.add_argument("--gate", type=int, default=None, help="gate runs at once (default 5)")
     lim.add_argument("--trigger-rate", type=int, default=None, dest="trigger_rate",
                      help="triggered runs per minute (default 60)")
@@ -481,25 +480,6 @@ def cmd_limits(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- emit-anonymized
-def file_sha256(url: str, options: dict[str, Any]) -> str:
-    """The SHA-256 the gate will find for the table at ``url`` (a file, or a folder of
-    Parquet partitions)."""
-    from riskcore.partitions import folder_sha256, is_partitioned
-
-    if is_partitioned(url, options):
-        return folder_sha256(url, options)
-    fs, path = filesystem(url, options)
-    digest = hashlib.sha256()
-    try:
-        with fs.open(path, "rb") as fh:
-            while chunk := fh.read(8 << 20):
-                digest.update(chunk)
-    except FileNotFoundError:
-        raise ConfigError(f"'{redact_text(url)}' does not exist; emit the event after the "
-                          "file is written") from None
-    return digest.hexdigest()
-
-
 def event_size_limit() -> int:
     """The largest event Prefect keeps, in bytes of JSON (its server accepts a larger one with
     204 and drops it: no run would start)."""

@@ -20,7 +20,7 @@ from typing import Any
 from riskcore.errors import ConfigError, InputError, RiskgateError
 from riskcore.redact import redact_text
 
-from .common import add_storage_flag, console, out, storage_options
+from .common import add_storage_flag, console, file_sha256, out, storage_options
 
 #: verify's exit codes: 0 publish, 1 do not publish (the line says which check failed)
 EXIT_VERIFIED, EXIT_REFUSED = 0, 1
@@ -142,7 +142,6 @@ def public_key(url: str, options: dict[str, Any]) -> bytes:
 def cmd_verify(args: argparse.Namespace) -> int:
     from riskcore.signing import VerificationFailed, verify_decision
 
-    from .ops import file_sha256
 
     options = storage_options(args)
     decision, signature = read_signed(args.decision, options)

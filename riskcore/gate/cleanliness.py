@@ -1,4 +1,5 @@
-"""Cleanliness checks before any measure runs (seed 001's best practices), with Great Expectations.
+"""Cleanliness checks before any measure runs (Protegrity's best practices), with Great
+Expectations.
 
 Per table, for every column the measures use: the column exists; its values are of the declared
 type (a number column with text values fails); no character the declared encoding could not
@@ -35,6 +36,7 @@ from ..data import (
     written_as_code,
 )
 from ..equivalence import control_overlap_test
+from ..identifiers.text import FORMAT, HIDING
 from ..results import Record
 from ..roles import CONTROLS, PUBLISHED
 from .gx_suites import Job, gx_context, run_suites_here
@@ -43,11 +45,14 @@ from .tables import REPLACEMENT_CHAR
 log = logging.getLogger(__name__)
 
 NUMBER_REGEX = NUMBER_PATTERN
-#: control and non-printable characters, line breaks and tabs inside a cell included
-CONTROL_REGEX = "[\x00-\x1f\x7f]"
+#: control and non-printable characters, line breaks and tabs inside a cell included, and
+#: every invisible format character (a zero-width space makes "Paris" two labels)
+CONTROL_REGEX = "[\x00-\x1f\x7f" + FORMAT + "]"
 #: the same, for free text nobody measures (a note over two lines): tabs and line breaks
-#: inside a quoted field are text, every other control character is not
-CONTROL_IN_TEXT_REGEX = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+#: inside a quoted field are text, every other control character is not; of the format
+#: characters, those that only hide text (riskcore.identifiers.text.HIDING: zero-width
+#: spaces, bidirectional overrides), not the joiners and marks honest text writes
+CONTROL_IN_TEXT_REGEX = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f" + HIDING + "]"
 MAX_EXAMPLE_ROWS = 5
 
 
@@ -74,7 +79,7 @@ class CleanlinessReport:
     gx_start_wait: float = 0.0
     #: what preparing the tables decided (formats, markers: riskcore.gate.prepare)
     prepared: Mapping[str, Any] = field(default_factory=dict)
-    #: the scan for undeclared direct identifiers (riskcore.gate.identifiers)
+    #: the scan for undeclared direct identifiers (riskcore.identifiers)
     identifiers: Any = None
 
     def with_prepared(self, checks: Sequence[CheckResult], prepared: Mapping[str, Any]
@@ -369,11 +374,11 @@ class _Shared:
 
 
 #: regular expressions of the value checks that Arrow's engine (RE2) reads exactly as Python's
-#: does, each in RE2's spelling: ASCII classes, a literal, no look-around, and ``$`` after a
-#: class that takes line breaks (Python's ``$`` also matches before a final line break)
+#: does, each in RE2's spelling: classes of code points, a literal, no look-around, and ``$``
+#: after a class that takes line breaks (Python's ``$`` also matches before a final line break)
 _RE2_SAME = {NUMBER_REGEX: NUMBER_REGEX, REPLACEMENT_CHAR: REPLACEMENT_CHAR,
-             CONTROL_REGEX: r"[\x00-\x1f\x7f]",
-             CONTROL_IN_TEXT_REGEX: r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"}
+             CONTROL_REGEX: r"[\x00-\x1f\x7f" + FORMAT + "]",
+             CONTROL_IN_TEXT_REGEX: r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f" + HIDING + "]"}
 #: columns with fewer distinct values go to Great Expectations whole
 SCREEN_ABOVE = 20_000
 
@@ -558,11 +563,13 @@ def _identifier_checks(frames: Mapping[str, pd.DataFrame], roles: Roles, rules: 
                        ) -> tuple[list[CheckResult], Any]:
     """The scan for undeclared direct identifiers as checks: one failing line per column,
     naming the kinds, counts and shares (never a value), else one passing line per table."""
-    from .identifiers import DEFAULT_THRESHOLD, describe, scan_tables
+    from ..identifiers import DEFAULT_THRESHOLD, describe, scan_tables
+    from ..identifiers.phones import DEFAULT_REGIONS
 
     scan = scan_tables(frames, skip=roles.direct_identifiers,
                        allow=getattr(rules, "allow", None) or {},
-                       threshold=getattr(rules, "threshold", DEFAULT_THRESHOLD))
+                       threshold=getattr(rules, "threshold", DEFAULT_THRESHOLD),
+                       regions=getattr(rules, "regions", None) or DEFAULT_REGIONS)
     out: list[CheckResult] = []
     for table, columns in scan.scanned.items():
         failing = [f for f in scan.findings if f.table == table and scan.failing(f)]

@@ -35,6 +35,7 @@ from ..generalization import (
     GeneralizationSpec,
     parse_spec,
 )
+from ..identifiers.phones import DEFAULT_REGIONS
 from ..measures import BY_NAME, family
 from ..measures.family import Params
 from ..redact import redact_text, urls_with_credentials
@@ -184,24 +185,39 @@ class RolesConfig(_Model):
 
 
 class IdentifierRules(_Model):
-    """The scan for direct identifiers nobody declared (:mod:`riskcore.gate.identifiers`):
-    the kinds the custodian accepts in a column, and the share of cells above which a kind
-    fails (cards, IBANs and national identifiers fail at one)."""
+    """The scan for direct identifiers nobody declared (:mod:`riskcore.identifiers`): the
+    kinds the custodian accepts in a column, the share of cells above which a kind fails
+    (national identifiers, cards and IBANs fail at one), and the regions whose phone numbers
+    are read in their national form."""
 
     allow: dict[str, list[str]] = Field(default_factory=dict)
     threshold: float = Field(0.001, ge=0.0, lt=1.0)
+    regions: list[str] = Field(default_factory=lambda: list(DEFAULT_REGIONS))
 
     @field_validator("allow")
     @classmethod
     def _kinds(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-        from .identifiers import BY_KIND
+        from ..identifiers import kind_name, kind_titles
 
+        known = kind_titles()
         for col, kinds in value.items():
-            bad = [k for k in kinds if k not in BY_KIND]
+            bad = [k for k in kinds if kind_name(k) not in known]
             if bad:
                 raise ValueError(f"identifiers.allow.{col}: unknown kind(s) {bad} (known: "
-                                 f"{', '.join(BY_KIND)})")
-        return value
+                                 f"{', '.join(known)})")
+        return {col: [kind_name(k) for k in kinds] for col, kinds in value.items()}
+
+    @field_validator("regions")
+    @classmethod
+    def _regions(cls, value: list[str]) -> list[str]:
+        from ..identifiers.phones import valid_region
+
+        upper = [str(r).upper() for r in value]
+        bad = [r for r in upper if not valid_region(r)]
+        if bad:
+            raise ValueError(f"identifiers.regions: unknown region(s) {bad}; give ISO 3166 "
+                             "two-letter codes (DE, FR, US)")
+        return list(dict.fromkeys(upper))
 
 
 class TablesConfig(_Model):

@@ -28,6 +28,7 @@ from ..redact import redact_text
 from ..storage import filesystem, join_url
 from .config import Gate, TablesConfig
 from .history import runs_of
+from .inputs import load_input
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,6 @@ def _release(name: str, url: str, doc: Mapping[str, Any], options: Mapping[str, 
              with_original: bool) -> ReleaseTables:
     """One earlier decision's release, its tables read again and checked against the
     checksums the decision recorded (a reason instead of tables when anything fails)."""
-    from .run import load_input
 
     inputs = {str(i.get("name")): i for i in doc.get("inputs") or [] if isinstance(i, dict)}
     meta = {"release_id": doc.get("release_id"), "run_id": doc.get("flow_run_id"),

@@ -51,9 +51,10 @@ from ..partitions import (
 )
 from ..redact import redact_text
 from ..results import MeasureResult, not_computable
-from ..roles import Roles
+from ..roles import PUBLISHED, Roles
 from .cleanliness import EMPTY_CHECK, CheckResult, CleanlinessReport, validate_tables
 from .config import Gate
+from .prepare import extra_columns_check
 from .run import encode, encode_aligned, measure_error
 from .tables import TableInfo, detect_format
 
@@ -72,10 +73,11 @@ class PartitionedTable:
         return pd.concat([s.sample for s in self.summaries], ignore_index=True)
 
 
-def partition_checks(part: str, df: pd.DataFrame, *, table: str, roles: Roles
-                     ) -> list[CheckResult]:
-    """The cleanliness checks of one partition (Great Expectations, as for a whole table)."""
-    report = validate_tables({table: df}, roles)
+def partition_checks(part: str, df: pd.DataFrame, *, table: str, roles: Roles,
+                     identifiers: Any = None) -> list[CheckResult]:
+    """The cleanliness checks of one partition (Great Expectations, as for a whole table),
+    the scan for identifiers with the config's rules among them."""
+    report = validate_tables({table: df}, roles, identifiers)
     return list(report.checks)
 
 
@@ -150,10 +152,12 @@ class PartitionedSteps:
                     f"'{redact_text(url)}' is not Parquet: convert it (one file, or a folder "
                     "of Parquet files)")
             table = discover(url, name, options)
-            check = partial(partition_checks, table=name, roles=roles)
+            check = partial(partition_checks, table=name, roles=roles,
+                            identifiers=cfg.identifiers)
             tasks = tasks_for(table, roles, url=url, sample_rows=self.sample_rows,
                               seed=cfg.seed, options=options, check=check,
-                              count=name == "released", markers=cfg.markers)
+                              count=name == "released", markers=cfg.markers,
+                              published=name in PUBLISHED)
             summaries = tuple(self.executor.map(summarize, tasks))
             frames[name] = self._tables[name] = PartitionedTable(table, summaries)
             role_cols = [c for c in roles.all_columns if c in table.columns]
@@ -168,6 +172,11 @@ class PartitionedSteps:
         checks: list[CheckResult] = []
         for name, part in frames.items():
             checks.extend(merge_checks(name, part.summaries, part.table.offsets()))
+        released, original = frames.get("released"), frames.get("original")
+        if released is not None and original is not None:
+            checks.append(extra_columns_check(
+                list(released.table.columns), frozenset(original.table.columns),
+                frozenset(gate.config.ignore_columns)))
         return CleanlinessReport(checks=tuple(checks))
 
     def encode(self, gate: Gate, frames: Mapping[str, Any]) -> MeasureInputs:

@@ -1,4 +1,4 @@
-"""Release policy: thresholds -> per-check verdicts -> one decision (SPEC section 8).
+"""Release policy: thresholds -> per-check verdicts -> one decision (docs/measures.md 8).
 
 A policy is a versioned YAML document::
 

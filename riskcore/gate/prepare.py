@@ -100,16 +100,22 @@ def column_checks(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
                         "index=False)), or list it under ignore_columns")))
     released = frames.get("released")
     if released is not None and original:
-        extra = [str(c) for c in released.columns
-                 if str(c) not in original and str(c) not in ignored and not blank(c)
-                 and not _PANDAS_UNNAMED.fullmatch(str(c).strip())]
-        out.append(CheckResult(
-            table="released", check="every released column is in the original",
-            column=", ".join(extra) or None, success=not extra, source="riskgate",
-            detail=(f"column(s) {extra[:10]} are not in the original, so no measure judges "
-                    "them; drop them from the release, or list them under ignore_columns in "
-                    "the gate config to publish them unmeasured" if extra else "")))
+        out.append(extra_columns_check(list(map(str, released.columns)), original, ignored))
     return out
+
+
+def extra_columns_check(released: Sequence[str], original: set[str] | frozenset[str],
+                        ignored: set[str] | frozenset[str]) -> CheckResult:
+    """Every released column is in the original (or accepted under ``ignore_columns``): a
+    column the original lacks is judged by no measure."""
+    extra = [c for c in released if c not in original and c not in ignored and not blank(c)
+             and not _PANDAS_UNNAMED.fullmatch(c.strip())]
+    return CheckResult(
+        table="released", check="every released column is in the original",
+        column=", ".join(extra) or None, success=not extra, source="riskgate",
+        detail=(f"column(s) {extra[:10]} are not in the original, so no measure judges "
+                "them; drop them from the release, or list them under ignore_columns in "
+                "the gate config to publish them unmeasured" if extra else ""))
 
 
 def prepare_tables(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],

@@ -39,7 +39,7 @@ from ..redact import redact, redact_text
 from ..report import render_report
 from ..report.riskiest import example_records
 from ..results import MeasureResult, Record, to_jsonable
-from ..roles import CONTROLS, PUBLISHED
+from ..roles import CONTROLS
 from ..storage import check_output_location, exists, join_url, presign, write_bytes
 from ..threads import family_threads, this_thread, thread_budget
 from .cleanliness import (
@@ -50,10 +50,11 @@ from .cleanliness import (
     warm_up,
 )
 from .config import Gate, TablesConfig
+from .inputs import load_input, refuse_unintended, verify_checksums
 from .lineage import load_lineage
 from .policy import Decision, Verdict, decide, fixed_decision
 from .prepare import Prepared, prepare_tables
-from .tables import TableInfo, coerce_types, detect_format, read_table
+from .tables import TableInfo, coerce_types
 
 DECISION_SCHEMA = "riskgate.decision/1"
 MEASURES_SCHEMA = "riskgate.measures/1"
@@ -65,53 +66,6 @@ Frames = dict[str, pd.DataFrame]
 
 
 # ---------------------------------------------------------------- the steps, as functions
-def load_input(cfg: TablesConfig, name: str, storage_options: Mapping[str, Any] | None = None
-               ) -> tuple[pd.DataFrame, TableInfo]:
-    """Read one of the run's tables (original, released, control, identification)."""
-    url = cfg.tables()[name]
-    roles = cfg.role_spec
-    wanted = list(roles.all_columns)
-    parquet = detect_format(url, cfg.read.format) == "parquet"
-    # the original's (and identification table's) other columns are never measured nor
-    # published: Parquet and CSV read the measured ones alone. A released or control table is
-    # read with its direct identifiers (to refuse them), and a CSV one whole (every text
-    # column published is checked for control characters)
-    published = name in PUBLISHED
-    read = wanted if published else list(roles.measured_columns)
-    with progress.working("load"):
-        return read_table(url, name=name, format=cfg.read.format, encoding=cfg.read.encoding,
-                          na_values=cfg.read.na_values, sep=cfg.read.sep,
-                          max_mb=cfg.limits.max_table_mb, storage_options=storage_options,
-                          columns=read if parquet or not published else None,
-                          role_columns=wanted, markers=cfg.markers)
-
-
-def refuse_unintended(infos: list[TableInfo]) -> str | None:
-    """A reason to reject inputs the user cannot have meant: a release identical to the
-    original (same bytes) publishes the original."""
-    by_name = {i.name: i for i in infos}
-    ori, rel = by_name.get("original"), by_name.get("released")
-    if ori is not None and rel is not None and ori.sha256 == rel.sha256:
-        return (f"the released table is byte-identical to the original (sha256 "
-                f"{rel.sha256[:16]}...): nothing was anonymized; release the anonymized file")
-    return None
-
-
-def verify_checksums(infos: list[TableInfo], expected: Mapping[str, str]) -> None:
-    """The files read are the files announced: InputError naming the table otherwise."""
-    by_name = {i.name: i for i in infos}
-    for name, sha in expected.items():
-        info = by_name.get(name)
-        if info is None:
-            raise InputError(f"the trigger event gives a checksum for table '{name}', which "
-                             "this run does not read")
-        if info.sha256 != sha:
-            raise InputError(
-                f"table '{name}': the file read ({info.url}, sha256 {info.sha256[:16]}...) is "
-                f"not the one the trigger event announced (sha256 {sha[:16]}...): it changed "
-                "after the anonymization pipeline wrote it; emit the event again")
-
-
 def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> CleanlinessReport:
     """The cleanliness checks (Great Expectations) over every table of the run."""
     with progress.working("validate"):

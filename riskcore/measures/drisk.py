@@ -1,5 +1,5 @@
 """dRisk: share of records whose perturbed numeric values stay close to the original
-(seed 003: sdcMicro ``dRisk``; SPEC 3.8).
+(sdcMicro ``dRisk``; docs/measures.md 3.8).
 
 With sd_j the standard deviation of the perturbed column j (missing values ignored), record i is
 at risk when, for every numeric key j, the original value x_ij lies in
@@ -23,7 +23,7 @@ DEFAULT_K = 0.05
 
 def drisk(original: np.ndarray, perturbed: np.ndarray, columns: list[str] | tuple[str, ...],
           k: float = DEFAULT_K) -> MeasureResult:
-    """dRisk for numeric keys (SPEC 3.8).
+    """dRisk for numeric keys (docs/measures.md 3.8).
 
     Args:
         original: (n, p) original values, NaN where missing.

@@ -111,7 +111,8 @@ class MeasureInputs:
 
     def frequencies(self, *, with_population: bool = True,
                     missing: MissingPolicy | None = None) -> ClassFrequencies:
-        """fk/Fk of the released table over its quasi-identifiers (SPEC 3.1, 3.2), once a run.
+        """fk/Fk of the released table over its quasi-identifiers (docs/measures.md 3.1, 3.2), once
+        a run.
 
         Args:
             with_population: take F from the identification table when there is one.

@@ -1,4 +1,4 @@
-"""k-anonymity and its violation counts (seed 003, sdcMicro ``freqCalc`` / ``print``).
+"""k-anonymity and its violation counts (sdcMicro ``freqCalc`` / ``print``).
 
 k = min_i fk_i; for each level k, violations_k<k> = sum_i I(fk_i < k) records (and their share).
 n1 and n2 are the records in classes of size 1 and 2 (sdcMicro reports n1 as violating
@@ -28,7 +28,7 @@ class KAnonymityParams(Params):
 
 
 def k_anonymity(freq: ClassFrequencies, ks: Sequence[int] = DEFAULT_KS) -> MeasureResult:
-    """k-anonymity: k = min fk, and for each k the records violating it (seed 003).
+    """k-anonymity: k = min fk, and for each k the records violating it (sdcMicro).
 
     Args:
         freq: the sample's class frequencies.

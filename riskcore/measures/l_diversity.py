@@ -1,4 +1,4 @@
-"""l-diversity per sensitive attribute (SPEC 3.7; seed 003; sdcMicro ``ldiversity``).
+"""l-diversity per sensitive attribute (docs/measures.md 3.7; sdcMicro ``ldiversity``).
 
 Classes are formed by exact equality of the quasi-identifiers with missing = missing (sdcMicro's
 ``ldiversity`` groups NA with NA, whatever the freqCalc policy). Within a class of size g, for a
@@ -60,7 +60,8 @@ def l_diversity(
     missing_code: float | int | str | None = DEFAULT_MISSING_CODE,
     classes: tuple[np.ndarray, int] | None = None,
 ) -> MeasureResult:
-    """Distinct, entropy and recursive (c,l) diversity per sensitive attribute (SPEC 3.7).
+    """Distinct, entropy and recursive (c,l) diversity per sensitive attribute (docs/measures.md
+    3.7).
 
     Args:
         table: the released table, encoded.

@@ -1,4 +1,5 @@
-"""Population uniqueness: Zayatz, Pitman, SNB and Dankar's decision rule (ARX 3.9.2; SPEC 4.3).
+"""Population uniqueness: Zayatz, Pitman, SNB and Dankar's decision rule (ARX 3.9.2;
+docs/measures.md 4.3).
 
 Inputs are the sample's class-size histogram {c_k} (c_k classes of size k), the number of
 classes u, the sample size n and the population size N; the sampling fraction is f = n/N.
@@ -94,7 +95,7 @@ def _check(n: int, N: float) -> None:
 
 
 def zayatz(class_sizes: np.ndarray, N: float) -> Estimate:
-    """Zayatz's estimate of population uniques (SPEC 4.3)."""
+    """Zayatz's estimate of population uniques (docs/measures.md 4.3)."""
     h = _histogram(class_sizes, N)
     k, c, n, c1 = h.k, h.c, h.n, h.c1
     if c1 == 0:
@@ -118,7 +119,7 @@ def zayatz(class_sizes: np.ndarray, N: float) -> Estimate:
 
 def pitman(class_sizes: np.ndarray, N: float, tol: float = 1e-12, max_iter: int = 200
            ) -> Estimate:
-    """Pitman-model estimate of population uniques (SPEC 4.3)."""
+    """Pitman-model estimate of population uniques (docs/measures.md 4.3)."""
     from scipy.special import digamma, gammaln, polygamma
 
     h = _histogram(class_sizes, N)
@@ -173,7 +174,7 @@ def pitman(class_sizes: np.ndarray, N: float, tol: float = 1e-12, max_iter: int 
 
 def snb(class_sizes: np.ndarray, N: float, tol: float = 1e-10, max_iter: int = 200
         ) -> Estimate:
-    """Shifted-negative-binomial estimate of population uniques (SPEC 4.3)."""
+    """Shifted-negative-binomial estimate of population uniques (docs/measures.md 4.3)."""
     h = _histogram(class_sizes, N)
     k, c, n, u, c1, c2 = h.k, h.c, h.n, h.u, h.c1, h.c2
     if c1 == 0:

@@ -1,6 +1,6 @@
 """Re-identification risk: the prosecutor, journalist and marketer models at threshold T.
 
-Seed 000 (Protegrity risk metrics), SPEC section 2, ARX 3.9.2 ``RiskModelSampleSummary``.
+Protegrity's risk metrics, docs/measures.md 2, ARX 3.9.2 ``RiskModelSampleSummary``.
 Formulas are written per record so that they hold under the NA wildcard too (where fk is not a
 class size):
 
@@ -8,7 +8,8 @@ class size):
   (= |J|/n for exact classes)
 * jRa = (1/n) sum_i I(1/Fk_i > T)     jRb = max_i 1/Fk_i
 * mRc = (1/n) sum_i 1/Fk_i = (1/n) sum_j f_j/F_j
-* jRc = max(|J_pop| / N_pop, mRc) (seed 000); jRc_arx = max(|J| / sum_{j in J} F_j, mRc) (ARX).
+* jRc = max(|J_pop| / N_pop, mRc) (Protegrity's risk metrics); jRc_arx = max(|J| / sum_{j in J}
+F_j, mRc) (ARX).
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ class ReidParams(Params):
 
     threshold: float = Field(DEFAULT_THRESHOLD, gt=0.0, le=1.0,
                              description="T: highest acceptable re-identification probability "
-                             "of one record (seed 000: 0.1)")
+                             "of one record (Protegrity's risk metrics: 0.1)")
 
 
 def reidentification_risk(freq: ClassFrequencies,
                           threshold: float = DEFAULT_THRESHOLD) -> MeasureResult:
-    """Prosecutor, journalist and marketer risk (SPEC 2; seed 000) at threshold T.
+    """Prosecutor, journalist and marketer risk (docs/measures.md 2; Protegrity's risk metrics) at
+    threshold T.
 
     Records at risk use the strict comparison 1/f > T. Without a population (no weights, no
     identification table) F = f and every journalist figure equals the prosecutor one.
@@ -43,7 +45,7 @@ def reidentification_risk(freq: ClassFrequencies,
     Args:
         freq: class frequencies (Fk from weights or an identification table, or F = f).
         threshold: T, the highest acceptable probability of re-identifying one record
-            (default 0.1, seed 000).
+            (default 0.1, Protegrity's risk metrics).
     """
     if not 0.0 < threshold <= 1.0:
         raise ConfigError(f"threshold T must lie in (0, 1], got {threshold}")
@@ -77,7 +79,8 @@ def reidentification_risk(freq: ClassFrequencies,
 
 
 def effective_threshold_size(threshold: float) -> int:
-    """ARX's effective threshold class size s(T) (SPEC 2): records at risk are in classes < s(T).
+    """ARX's effective threshold class size s(T) (docs/measures.md 2): records at risk are in
+    classes < s(T).
 
     s(T) = floor(1/T), plus 1 if 1/floor(1/T) - T >= 0.01 * T.
     """

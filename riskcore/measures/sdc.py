@@ -1,4 +1,4 @@
-"""Individual, global and household risk from sample weights (seed 003: sdcMicro; SPEC 3.3-3.5).
+"""Individual, global and household risk from sample weights (sdcMicro; docs/measures.md 3.3-3.5).
 
 The Benedetti-Franconi model treats the population frequency F of a record's key given its
 sample frequency f as negative binomial with success probability p = f/F, and takes the
@@ -39,7 +39,7 @@ class RiskMethod(str, Enum):
 
 
 class FractionalFk(str, Enum):
-    """What to do with non-integer fk (NA wildcard with alpha < 1, SPEC 3.2)."""
+    """What to do with non-integer fk (NA wildcard with alpha < 1, docs/measures.md 3.2)."""
 
     EXACT = "exact"  # the exact formula, defined for any real f > 0 (riskgate's default)
     SDCMICRO = "sdcmicro"  # sdcMicro's approx: 0 for 1 < f < 2 (under-states the risk)
@@ -54,7 +54,8 @@ def individual_risk(
     qual: float = 1.0,
     fractional: FractionalFk | str = FractionalFk.EXACT,
 ) -> np.ndarray:
-    """Per-record Benedetti-Franconi risk r = E[1/F | f] (SPEC 3.3; sdcMicro ``indivRisk``).
+    """Per-record Benedetti-Franconi risk r = E[1/F | f] (docs/measures.md 3.3; sdcMicro
+    ``indivRisk``).
 
     Args:
         fk: sample frequency of each record's key.
@@ -169,7 +170,7 @@ class ThresholdStatus(str, Enum):
 
 @dataclass(frozen=True)
 class GlobalRisk:
-    """Global risk and the micro-Argus threshold (SPEC 3.4)."""
+    """Global risk and the micro-Argus threshold (docs/measures.md 3.4)."""
 
     ER: float
     global_risk: float
@@ -226,7 +227,7 @@ def household_risk(risk: np.ndarray, household: np.ndarray,
                    weights: np.ndarray | None = None, table: str = "table",
                    column: str = "household", multiplicity: np.ndarray | None = None
                    ) -> np.ndarray:
-    """Per-person household risk r_h = 1 - prod_{i in h}(1 - r_i) (SPEC 3.5).
+    """Per-person household risk r_h = 1 - prod_{i in h}(1 - r_i) (docs/measures.md 3.5).
 
     Computed as -expm1(sum log1p(-r_i)) per household, stable for tiny risks and exact at r = 1.
 

@@ -1,4 +1,5 @@
-"""SUDA2: minimal sample uniques, SUDA scores and DIS-SUDA (seed 003: sdcMicro ``suda2``; SPEC 3.6).
+"""SUDA2: minimal sample uniques, SUDA scores and DIS-SUDA (sdcMicro ``suda2``; docs/measures.md
+3.6).
 
 A minimal sample unique (MSU) of record r is a set S of key variables such that r is non-missing
 on S, no other record has r's values on all of S, and no proper subset of S has that property
@@ -81,7 +82,7 @@ def suda2(
     dis_fraction: float = DEFAULT_DIS_FRACTION,
     max_msu_size: int | None = None,
 ) -> SudaScores:
-    """Minimal sample uniques of every record, SUDA scores and DIS-SUDA (SPEC 3.6).
+    """Minimal sample uniques of every record, SUDA scores and DIS-SUDA (docs/measures.md 3.6).
 
     Args:
         codes: (n, m) integer codes of the key variables, -1 where missing.
@@ -206,7 +207,8 @@ def _class_weight(sub: np.ndarray, cards: np.ndarray, cap: np.ndarray) -> np.nda
 
 def dis_suda(score: np.ndarray, U: int, P: int, M: int,
              dis_fraction: float = DEFAULT_DIS_FRACTION) -> np.ndarray:
-    """DIS-SUDA per record (SPEC 3.6): 1 / (1 + P(1-f)/f / (score^Q * A)), 0 where score = 0."""
+    """DIS-SUDA per record (docs/measures.md 3.6): 1 / (1 + P(1-f)/f / (score^Q * A)), 0 where
+    score = 0."""
     f = float(np.float32(dis_fraction))
     if f == 0.0:
         f = 0.5

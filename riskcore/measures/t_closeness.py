@@ -1,4 +1,4 @@
-"""t-closeness per sensitive attribute (SPEC 7; pyCANON's definitions).
+"""t-closeness per sensitive attribute (docs/measures.md 7; pyCANON's definitions).
 
 The earth mover's distance between a class's distribution of the attribute and the whole
 table's: ordered EMD for numeric attributes, (1/(m-1)) sum_i |sum_{j<=i} (q_j - p_j)| over the m
@@ -32,7 +32,8 @@ def t_closeness(
     sensitive: Sequence[str] | None = None,
     classes: tuple[np.ndarray, int] | None = None,
 ) -> MeasureResult:
-    """t-closeness per sensitive attribute: the largest EMD between a class and the table (SPEC 7).
+    """t-closeness per sensitive attribute: the largest EMD between a class and the table
+    (docs/measures.md 7).
 
     Returns:
         Figures ``<attr>.t`` and ``t`` (maximum over attributes); per-record ``<attr>.t``.

@@ -244,7 +244,7 @@ def dot_whisker(plot_id: str, title: str, rows: Sequence[tuple[str, Sequence[Whi
 def alc_scatter(plot_id: str, title: str,
                 points: Sequence[tuple[str, float, float, str]], *, width: int = 420,
                 caption: str | None = None) -> Markup:
-    """Attack PRC against base PRC, one dot per attack, with the ALC bands of seed 004.
+    """Attack PRC against base PRC, one dot per attack, with the ALC bands of the ALC paper.
 
     ``points`` are (label, base PRC, attack PRC, band). The lines are ALC = 0, 0.5 and 0.75,
     i.e. PRC_attack = PRC_base + a (1 - PRC_base): above 0.75 is serious, 0.5-0.75 at risk.

@@ -156,7 +156,7 @@ def test_the_identifier_scan_is_linear_and_reads_a_long_cell_whole():
     128 KB one does, and an identifier at its very end is found (no cell is cut short)."""
     import pandas as pd
 
-    from riskcore.gate.identifiers import scan_column
+    from riskcore.identifiers import scan_column
 
     def scan(text: str) -> None:
         scan_column("released", "notes", pd.Series([text], dtype=object))

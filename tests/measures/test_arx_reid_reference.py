@@ -1,4 +1,4 @@
-"""Prosecutor / journalist / marketer against ARX 3.9.2 (SPEC 2, 4.1)."""
+"""Prosecutor / journalist / marketer against ARX 3.9.2 (docs/measures.md 2, 4.1)."""
 
 import json
 

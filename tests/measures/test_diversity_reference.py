@@ -1,4 +1,5 @@
-"""l-diversity against sdcMicro (SPEC 3.7) and k, l, t against pyCANON on the ALC paper's adult."""
+"""l-diversity against sdcMicro (docs/measures.md 3.7) and k, l, t against pyCANON on the ALC
+paper's adult."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""dRisk (SPEC 3.8) on free1's microaggregated columns, against a per-record oracle."""
+"""dRisk (docs/measures.md 3.8) on free1's microaggregated columns, against a per-record oracle."""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,4 @@
-"""fk / Fk against sdcMicro 5.8.1 freqCalc (SPEC 3.1, 3.2)."""
+"""fk / Fk against sdcMicro 5.8.1 freqCalc (docs/measures.md 3.1, 3.2)."""
 
 import numpy as np
 import pandas as pd

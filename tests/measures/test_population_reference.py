@@ -1,4 +1,4 @@
-"""Population-uniqueness models against ARX 3.9.2 (SPEC 4.3)."""
+"""Population-uniqueness models against ARX 3.9.2 (docs/measures.md 4.3)."""
 
 import json
 

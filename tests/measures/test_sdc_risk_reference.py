@@ -1,4 +1,4 @@
-"""Individual, global and household risk against sdcMicro 5.8.1 (SPEC 3.3-3.5)."""
+"""Individual, global and household risk against sdcMicro 5.8.1 (docs/measures.md 3.3-3.5)."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""SUDA2 against sdcMicro 5.8.1 (SPEC 3.6) and a brute-force MSU oracle."""
+"""SUDA2 against sdcMicro 5.8.1 (docs/measures.md 3.6) and a brute-force MSU oracle."""
 
 import json
 import math
@@ -69,7 +69,7 @@ def test_francdat_hand_checkable_table(reference):
     np.testing.assert_allclose(s.dis, ref["dis_score"], rtol=1e-5)
     for j, key in enumerate(FRANC_KEYS):
         np.testing.assert_allclose(s.contribution[:, j], ref[f"{key}_contribution"])
-    # row 4: one MSU of size 1 and one of size 2 (SPEC 9)
+    # row 4: one MSU of size 1 and one of size 2 (docs/measures.md 9)
     assert s.msu_counts[3, 1] == 1 and s.msu_counts[3, 2] == 1
     np.testing.assert_allclose(s.attribute_contributions, [53.85, 23.08, 0, 53.85], atol=0.005)
     ihsn = suda2(codes, FRANC_KEYS, original_scores=False)

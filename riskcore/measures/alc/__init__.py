@@ -1,4 +1,4 @@
-"""The Anonymity Loss Coefficient (seed 004): PRC and ALC, the learned baseline, the
+"""The Anonymity Loss Coefficient (the ALC paper): PRC and ALC, the learned baseline, the
 best-row-match attack, the attack loop with its halting rules, and the ``alc`` family."""
 
 from .brm import BestRowMatch, Predictions

@@ -1,4 +1,5 @@
-"""The baseline predictor of the ALC (seed 004 section 3.3; SPEC 6): the best model trained on
+"""The baseline predictor of the ALC (the ALC paper, section 3.3; docs/measures.md 6): the best
+model trained on
 the ORIGINAL data without the targets, so that the baseline measures what can be inferred about
 non-members from raw data, without the release.
 

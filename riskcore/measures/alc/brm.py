@@ -1,4 +1,4 @@
-"""The best-row-match attack (seed 004 section 5.2; SPEC 6).
+"""The best-row-match attack (the ALC paper, section 5.2; docs/measures.md 6).
 
 For a target's known columns, over each released table:
 
@@ -73,7 +73,7 @@ def _table_side(data: ALCData, table: str, known: Sequence[str]) -> _Side:
 
 
 class BestRowMatch:
-    """The best-row-match attack on the released tables of ``data`` (seed 004 section 5.2).
+    """The best-row-match attack on the released tables of ``data`` (the ALC paper, section 5.2).
 
     Example:
         >>> brm = BestRowMatch(data, secret="income", known=["age", "sex", "zip"])

@@ -1,6 +1,6 @@
 """The tables of an ALC attack: the original and one or more released tables, jointly encoded,
 with each column typed continuous or categorical and continuous columns discretized
-(seed 004 section 5; anonymity_loss_coefficient 1.0.32 ``DataFiles``; SPEC 6).
+(the ALC paper, section 5; anonymity_loss_coefficient 1.0.32 ``DataFiles``; docs/measures.md 6).
 
 * Continuous: float columns, and integer columns whose distribution is "smooth": nunique >= 50;
   or 10 <= nunique < 50 with density nunique / (max - min + 1) >= 0.3 and (>70 % monotone

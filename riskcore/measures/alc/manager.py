@@ -1,5 +1,5 @@
-"""The ALC attack loop (seed 004 sections 3 and 5.1; anonymity_loss_coefficient 1.0.32
-``ALCManager`` and ``ScoreInterval.ok_to_halt``; SPEC 6).
+"""The ALC attack loop (the ALC paper, section 3 and 5.1; anonymity_loss_coefficient 1.0.32
+``ALCManager`` and ``ScoreInterval.ok_to_halt``; docs/measures.md 6).
 
 Targets are records of the original, drawn in a seeded random order and taken in control
 blocks of 1000 rows (or 10 % + 1 of the rows when that is smaller). For every block the
@@ -27,7 +27,7 @@ attack's top-confidence predictions form a group (at least 3 right predictions) 
 significant but, if its measured precision held, would give an ALC of at least 0.4 against the
 base's lower bound (the paper's early-low threshold, section 5.1;
 :func:`~riskcore.alc.prc.exposed_group`):
-seed 004 section 5.1 keeps attacking while the lowest-recall measures still improve and are
+the ALC paper, section 5.1 keeps attacking while the lowest-recall measures still improve and are
 not yet significant. The package's rules alone (``halting="package"``) stop such an attack at
 a checkpoint where only high-recall, low-precision prefixes are significant.
 
@@ -113,7 +113,7 @@ class PerTargetAttack:
 
 @dataclass(frozen=True)
 class ALCConfig:
-    """Parameters of one ALC attack (defaults: the package's, SPEC 6)."""
+    """Parameters of one ALC attack (defaults: the package's, docs/measures.md 6)."""
 
     prc: PRCParams = PRCParams()
     halting: str = "paper"  # or "package"
@@ -148,7 +148,7 @@ class ALCConfig:
 
 @dataclass(frozen=True)
 class ALCResult:
-    """One attack scenario's outcome (seed 004 section 5, the package's results row).
+    """One attack scenario's outcome (the ALC paper, section 5, the package's results row).
 
     ``alc`` is None when no precision/recall pair of a side reached significance
     (``halt_reason`` is then "insufficient_evidence" or the limit that stopped the attack).
@@ -305,7 +305,7 @@ def _says_safe(halt: str, value: float | None) -> bool:
 
 
 def control_size(n: int, max_size: int = 1000, max_fraction: float = 0.1) -> int:
-    """SPEC 6: 1000 if 0.1 N >= 1000, else floor(0.1 N) + 1."""
+    """docs/measures.md 6: 1000 if 0.1 N >= 1000, else floor(0.1 N) + 1."""
     return max_size if n * max_fraction >= max_size else int(n * max_fraction) + 1
 
 
@@ -357,7 +357,7 @@ def _run_alc(data: ALCData, secret: str, known: Sequence[str],
         recall: pre-targeted recall: "targeted" (eq. 5, relative to the targets) or
             "population" (eq. 4, relative to the whole original).
         baseline: "model" (the paper's: the best model on the original without the targets)
-            or "prior" (seed 004 section 6: the same attack on an anonymized non-member set,
+            or "prior" (the ALC paper, section 6: the same attack on an anonymized non-member set,
             recall 1 on both sides).
         prior_swap_fraction: how the prior approach anonymizes the non-member set.
         progress: called as ``progress(done, planned, status)`` after every checkpoint.

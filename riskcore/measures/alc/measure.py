@@ -1,5 +1,6 @@
 """The ``alc`` measure family: the Anonymity Loss Coefficient over a set of attack scenarios
-(seed 004; SPEC 6). The computation lives in this package's other modules; this one holds the
+(the ALC paper; docs/measures.md 6). The computation lives in this package's other modules; this
+one holds the
 family's parameters, its adapter from the gate's encoded tables, its figures and report text."""
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ COUNT_FIGURES = ("n_scenarios", "n_safe", "n_at_risk", "n_serious", "n_insuffici
 
 
 class ALCParams(Params):
-    """Parameters of ``alc`` (defaults: anonymity_loss_coefficient 1.0.32's, SPEC 6)."""
+    """Parameters of ``alc`` (defaults: anonymity_loss_coefficient 1.0.32's, docs/measures.md 6)."""
 
     secrets: list[str] | None = Field(None, min_length=1,
                                       description="secret columns; default the sensitive ones")

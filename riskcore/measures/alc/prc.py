@@ -1,6 +1,6 @@
 """Precision, recall, the precision-recall coefficient (PRC) and the Anonymity Loss Coefficient
-(ALC) of seed 004 (sections 3.5, 4.1, 4.2), as anonymity_loss_coefficient 1.0.32 computes them
-(SPEC 6), except that alpha, R_min and the absolute weight really take effect.
+(ALC) of the ALC paper (sections 3.5, 4.1, 4.2), as anonymity_loss_coefficient 1.0.32 computes them
+(docs/measures.md 6), except that alpha, R_min and the absolute weight really take effect.
 
 * Probabilistic precision (eq. 2): the midpoint of the Wilson score interval of the measured
   precision T / (T + F) (eq. 1), z = 1.959964 for 95 %; bounds rounded to 4 decimals as the
@@ -12,8 +12,8 @@
 * ALC: ALC_abs = PRC_atk - PRC_base (eq. 7), ALC_rel = (PRC_atk - PRC_base) / (1 - PRC_base)
   (eq. 8); ALC = w ALC_abs + (1 - w) ALC_rel with w = 0 by default (the paper uses ALC_rel);
   a PRC >= 1 is replaced by 0.99999999 before dividing; rounded to 4 decimals.
-* Best PRC of one side (SPEC 6, ``compute_best_prc``): sort the predictions by confidence
-  (descending, stable), and for every prefix n = 1..N whose Wilson width is below ``max_width``
+* Best PRC of one side (docs/measures.md 6, ``compute_best_prc``): sort the predictions by
+  confidence (descending, stable), and for every prefix n = 1..N whose Wilson width is below ``max_width``
   compute PRC(midpoint, recall); keep the first maximum; then take every prediction whose
   confidence is >= the confidence at that n (ties included) and recompute. Vectorized: one
   cumulative sum, no loop over n.
@@ -40,7 +40,7 @@ PRC_CAP = 0.99999999
 
 @dataclass(frozen=True)
 class PRCParams:
-    """How precision and recall combine (seed 004 eq. 6 and 8).
+    """How precision and recall combine (the ALC paper eq. 6 and 8).
 
     Attributes:
         alpha: sharpness of the knee of the equal-PRC curves (paper: 3).
@@ -237,7 +237,8 @@ def exposed_group(confidence: np.ndarray, correct: np.ndarray, base_prc: float,
                   params: PRCParams = PRCParams(), recall_scale: float = 1.0,
                   tight_width: float = TIGHT_WIDTH, min_correct: int = 5,
                   alc_threshold: float = 0.5) -> PRPoint | None:
-    """A small, highly exposed group that the statistics cannot confirm yet (seed 004 §5.1).
+    """A small, highly exposed group that the statistics cannot confirm yet (the ALC paper, section
+    5.1).
 
     Among the top-confidence prefixes (ties complete) that are *not yet significant* (Wilson
     width >= ``tight_width``) and hold at least ``min_correct`` right predictions, the one whose

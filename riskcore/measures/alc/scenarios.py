@@ -1,9 +1,9 @@
-"""Sets of ALC attacks and their summary (seed 004 sections 4.3 and 6; the package's
+"""Sets of ALC attacks and their summary (the ALC paper, section 4.3 and 6; the package's
 ``run_all_columns_attack`` and ``run_auto_attack``).
 
 * one (known columns, secret) pair;
 * every column as the secret, with a given known set (minus the secret);
-* automatic known sets (seed 004 section 6): few known columns whose value combinations keep
+* automatic known sets (the ALC paper, section 6): few known columns whose value combinations keep
   most rows distinct. On at most 10,000 sampled rows, column sets of size 1, 2, ... are tried
   (every combination while there are at most ``10 * max_sets`` of that size, else a random
   sample of that many); a set qualifies when its number of distinct combinations is at least
@@ -90,7 +90,7 @@ def all_secrets(data: ALCData, known: Sequence[str] | None = None,
 def auto_scenarios(data: ALCData, secrets: Sequence[str] | None = None, per_secret: int = 5,
                    columns: Sequence[str] | None = None, max_sets: int = 1000,
                    unique_threshold: float = 0.45, seed: int = 0) -> list[Scenario]:
-    """``per_secret`` automatic known sets for every secret (seed 004 section 6)."""
+    """``per_secret`` automatic known sets for every secret (the ALC paper, section 6)."""
     rng = np.random.default_rng(seed)
     sets = auto_known_sets(data, columns, max_sets, unique_threshold, seed=seed)
     out = []
@@ -140,7 +140,7 @@ def build_scenarios(data: ALCData, kind: str, secrets: Sequence[str] | None,
     Args:
         kind: ``pairs`` (each secret against the known columns minus itself), ``all_secrets``
             (every column as the secret) or ``auto`` (known sets that make most rows distinct,
-            seed 004 section 6).
+            the ALC paper, section 6).
         secrets: the secrets (``pairs``: required; the others: restrict to these).
         known: the known columns (default: every other column).
     """

@@ -1,4 +1,5 @@
-"""Value swapping as in the ALC paper's experiments (alc-paper prep_anon.py; seed 004 section 6):
+"""Value swapping as in the ALC paper's experiments (alc-paper prep_anon.py; the ALC paper, section
+6):
 per column, int(fraction n) disjoint random row pairs exchange their values (fraction 0.1 moves
 about 20 % of the values, "weak"; 0.4 about 80 %, "strong"). Used by the prior-approach baseline
 and to build comparable releases."""

@@ -1,4 +1,4 @@
-"""Target selection for the pre-targeted mode (seed 004 section 3.2): the records an attacker
+"""Target selection for the pre-targeted mode (the ALC paper, section 3.2): the records an attacker
 singles out a priori, e.g. outliers.
 
 Two forms, parsed here (never evaluated as code):

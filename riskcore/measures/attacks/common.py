@@ -1,4 +1,4 @@
-"""What the three attack families (seed 002) share: their tables, jointly encoded (equal values
+"""What the three attack families (anonymeter) share: their tables, jointly encoded (equal values
 share codes across tables), the checks on them, target sampling and the result they return."""
 
 from __future__ import annotations

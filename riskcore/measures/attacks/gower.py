@@ -1,5 +1,5 @@
-"""Mixed-type distance and k-nearest-neighbour search (seed 002; anonymeter 1.1.0
-``neighbors/mixed_types_kneighbors.py``; SPEC 5).
+"""Mixed-type distance and k-nearest-neighbour search (anonymeter 1.1.0
+``neighbors/mixed_types_kneighbors.py``; docs/measures.md 5).
 
 d(r0, r1) = sum over numeric columns of |a - b| / range + sum over categorical columns of [a != b],
 where range = max - min over both tables (queries and candidates; 0 becomes 1). When both values

@@ -1,4 +1,4 @@
-"""Inference attack with baseline and control (seed 002; anonymeter 1.1.0; SPEC 5).
+"""Inference attack with baseline and control (anonymeter 1.1.0; docs/measures.md 5).
 
 For each target (from the original; from the control table for the control attack) the attacker
 takes the secret of the nearest released row on the auxiliary columns (Gower distance). A guess
@@ -71,7 +71,7 @@ def inference(
     seed: int = 0,
     wildcards: Mapping[str, int] | None = None,
 ) -> MeasureResult:
-    """Inference risk for one secret (seed 002); per-value rates in ``details['by_value']``;
+    """Inference risk for one secret (anonymeter); per-value rates in ``details['by_value']``;
     ``wildcards`` as in :func:`~riskcore.measures.attacks.gower.prepare`."""
     aux = list(aux)
     if secret in aux:

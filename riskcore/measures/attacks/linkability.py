@@ -1,4 +1,4 @@
-"""Linkability attack with random baseline and control (seed 002; anonymeter 1.1.0; SPEC 5).
+"""Linkability attack with random baseline and control (anonymeter 1.1.0; docs/measures.md 5).
 
 An attacker holds two tables about the same people with disjoint columns (aux A and aux B).
 For each target record (drawn from the original, or from the control table for the control
@@ -65,7 +65,7 @@ def linkability(
     seed: int = 0,
     wildcards: Mapping[str, int] | None = None,
 ) -> MeasureResult:
-    """Linkability risk (seed 002). Figures per k in ``details['by_k']``; ``wildcards`` as in
+    """Linkability risk (anonymeter). Figures per k in ``details['by_k']``; ``wildcards`` as in
     :func:`~riskcore.measures.attacks.gower.prepare`."""
     aux_a, aux_b = list(aux_a), list(aux_b)
     overlap = sorted(set(aux_a) & set(aux_b))

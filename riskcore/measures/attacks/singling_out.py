@@ -1,4 +1,4 @@
-"""Singling-out attack with random baseline and control (seed 002; anonymeter 1.1.0; SPEC 5).
+"""Singling-out attack with random baseline and control (anonymeter 1.1.0; docs/measures.md 5).
 
 Queries are generated on the released table so that each matches exactly one released row; a
 query succeeds when it matches exactly one row of the original (main attack) or of the control
@@ -483,7 +483,8 @@ def reference_size_correction(n_control: int, n_target: int) -> float:
 def _size_correction(control: _Arrays, queries: list[Query], n_target: int,
                      rng: np.random.Generator, grouped: Univariate | None = None
                      ) -> tuple[float, str | None]:
-    """f(n_target)/f(len(control)) fitted on control subsamples (SPEC 5), or 1 with a reason;
+    """f(n_target)/f(len(control)) fitted on control subsamples (docs/measures.md 5), or 1 with a
+    reason;
     ``grouped``: the queries, all univariate, grouped by column."""
     from scipy.optimize import curve_fit
 
@@ -530,7 +531,7 @@ def singling_out(
     seed: int = 0,
     wildcards: Mapping[str, int] | None = None,
 ) -> MeasureResult:
-    """Singling-out risk (seed 002). Returns the ``singling_out`` measure.
+    """Singling-out risk (anonymeter). Returns the ``singling_out`` measure.
 
     ``wildcards``: column -> code of the release's suppressed cells; a predicate on such a
     value is always true and such a cell satisfies every equality (riskcore.generalization).

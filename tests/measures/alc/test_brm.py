@@ -32,7 +32,8 @@ def _tables(seed: int):
 
 
 def _oracle(ori, rels, known, secret, kinds):
-    """Seed 004 §5.2 one target at a time, with the riskgate rules for missing values."""
+    """The ALC paper's section 5.2, one target at a time, with the riskgate rules for missing
+    values."""
     out = []
     for i in range(len(ori)):
         q = ori.iloc[i]

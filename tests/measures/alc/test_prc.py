@@ -1,4 +1,5 @@
-"""PRC, ALC, Wilson precision and the best-pair search (seed 004 sections 3.5, 4, A.3; SPEC 6)."""
+"""PRC, ALC, Wilson precision and the best-pair search (the ALC paper, section 3.5, 4, A.3;
+docs/measures.md 6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Attack-based risk (seed 002, SPEC 5): statistics, distance, and agreement with anonymeter."""
+"""Attack-based risk (anonymeter, docs/measures.md 5): statistics, distance, and agreement with
+anonymeter."""
 
 import json
 import math

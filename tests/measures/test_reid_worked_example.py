@@ -1,4 +1,4 @@
-"""Seed 000's worked example (SPEC 2, typos corrected) and the model's properties."""
+"""Protegrity's worked example (docs/measures.md 2, typos corrected) and the model's properties."""
 
 import numpy as np
 import pandas as pd

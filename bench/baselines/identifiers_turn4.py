@@ -1,33 +1,7 @@
-"""Direct identifiers nobody declared: every released column is scanned for the values that name
-a person on their own (Microsoft Presidio's pattern recognizers, and presidio-structured's
-choice of a column's dominant kind, are the anchor).
-
-A custodian who forgot to list a column of e-mail addresses under ``roles.direct_identifiers``
-must not see it approved. Before any measure, every column of the release (and of the control,
-which stands for a release) is scanned, whatever its role, for each kind in :data:`KINDS`:
-e-mail addresses, phone numbers (international and national forms), national identifiers (a
-registry: US SSN, UK National Insurance number), payment cards (Luhn), IBANs (mod 97), IP
-addresses, URLs with a personal path, and person names (first names and surnames of the 1990
-US Census, ``riskcore/data_files/person_names.txt``). Matches inside free text count.
-
-How a value is found, in linear time: each kind has an RE2 expression that Arrow runs over the
-column's distinct values in C++ (RE2 has no backtracking: linear in any cell, a 2 MB one too,
-so no cell is cut and no match hidden), then the few candidate values are read again with the
-kind's Python expression (possessive quantifiers, bounded repeats: linear as well) and each
-candidate substring is validated (the checksum, the area rules, the name lists), so a value
-counts only when a validated identifier is in it.
-
-A column of codes is not a column of identifiers: where a kind has a checksum, the share of
-the format's candidates that pass it is compared with what chance gives (one in ten 16-digit
-codes passes Luhn): a column whose candidates pass at about that rate holds codes (product
-numbers), and is not flagged; a single name-like word (a first name alone) counts only in a
-column whose distinct values are mostly first names.
-
-The policy: a column where validated matches exceed ``identifiers.threshold`` of its cells
-(default 0.1 %), or any at all for the strict kinds (cards, IBANs, national identifiers), fails
-with one line naming the column, the kind, the count and the share, never a value; the config
-may accept a kind in a column (``identifiers: {allow: {notes: [url]}}``), recorded in the
-decision. A column declared as a direct identifier is refused as such already.
+"""riskgate's identifier scan as turn 4 shipped it (riskcore/gate/identifiers.py at commit
+3373a48), kept unchanged as the baseline bench/scan.py measures today's scan beside: e-mails,
+US and UK identifiers, cards, IBANs, phones by a hand-written expression, US names. Not used
+by riskgate itself.
 """
 
 from __future__ import annotations
@@ -43,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import distinct
+from riskcore.data import distinct
 
 #: the default share of a column's cells above which a kind fails the check
 DEFAULT_THRESHOLD = 0.001

@@ -58,7 +58,8 @@ def floor_s(tables: list[pd.DataFrame]) -> float:
 
 
 def main() -> None:
-    from riskcore.measures.composition import Lineage, ReleaseTables, compose
+    from riskcore.measures.composition import compose
+    from riskcore.measures.releases import Lineage, ReleaseTables
 
     OUT.mkdir(parents=True, exist_ok=True)
     original, rels = releases()

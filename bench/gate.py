@@ -130,7 +130,8 @@ def _limit_once(folder: Path, fmt: str) -> float:
 def encoded_mb(folder: Path, fmt: str, config: Path) -> float:
     """The encoded tables' size (codes, numbers and masks of the measured columns)."""
     from riskcore.gate.config import load_gate
-    from riskcore.gate.run import LocalSteps, encode
+    from riskcore.gate.encoding import encode
+    from riskcore.gate.run import LocalSteps
 
     gate = load_gate(str(config))
     frames, _ = LocalSteps().load(gate, {})

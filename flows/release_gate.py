@@ -51,16 +51,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from riskcore.errors import ConfigError, RiskgateError
 from riskcore.gate.cleanliness import CleanlinessReport, warm_up
 from riskcore.gate.config import Gate, config_mapping, load_gate
+from riskcore.gate.encoding import encode_measured
+from riskcore.gate.outputs import error_record, now_iso, write_run
 from riskcore.gate.policy import CheckVerdict, Decision, Verdict
-from riskcore.gate.run import (
-    RunOutcome,
-    encode_measured,
-    error_outcome,
-    error_record,
-    now_iso,
-    run_gate,
-    write_run,
-)
+from riskcore.gate.run import RunOutcome, error_outcome, run_gate
 from riskcore.gate.tables import TableInfo
 from riskcore.gate.trigger import (
     RELEASE_ID_PATTERN,

@@ -107,7 +107,7 @@ def _one_text(v: Any) -> str | None:
     return str(v)
 
 
-def _text(s: pd.Series) -> pd.Series:
+def text_labels(s: pd.Series) -> pd.Series:
     """The column as text (missing stays missing; whole floats lose their '.0'), a Categorical
     computed once per distinct value; a Categorical of text (CSV cells, Parquet strings) is
     that already and comes back as it is (no pass over its rows)."""
@@ -121,7 +121,7 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
-def _map_intervals(values: pd.Series, labels: Sequence[str]) -> pd.Series:
+def map_intervals(values: pd.Series, labels: Sequence[str]) -> pd.Series:
     """Each number -> the narrowest released interval label containing it (None if none)."""
     parsed = [(lab, iv) for lab in sorted(labels) if (iv := parse_interval(lab)) is not None]
     x = number_series(values)
@@ -158,9 +158,9 @@ def _map_width(values: pd.Series, labels: Sequence[str], width: float) -> pd.Ser
     return map_distinct(lo, lambda u: u.map(label))
 
 
-def _map_mask(values: pd.Series, labels: Sequence[str], mask: str) -> pd.Series:
+def map_mask(values: pd.Series, labels: Sequence[str], mask: str) -> pd.Series:
     known = set(labels)
-    text = _text(values)
+    text = text_labels(values)
     uniq = [v for v in pd.unique(text) if isinstance(v, str)]
     out: dict[str, str] = {}
     for v in uniq:
@@ -294,7 +294,7 @@ def check_suppression_tokens(col: str, released_text: pd.Series, original: pd.Se
     if not tokens:
         return
     if original is not None:
-        present = pd.Index(used_values(_text(original)).astype(str))  # per distinct value
+        present = pd.Index(used_values(text_labels(original)).astype(str))  # per distinct value
         real = [t for t in tokens if t in present]
         if real:
             raise ConfigError(
@@ -325,7 +325,7 @@ def align_column(col: str, spec: GeneralizationSpec | None, released: pd.Series,
         tokens: suppression tokens of the release.
         numeric: the column is compared as numbers (no generalization detected on it).
     """
-    rel_text = _text(released)
+    rel_text = text_labels(released)
     labels = _released_labels(rel_text, tokens)
     suppressed = _token_share(rel_text, tokens)
     check_suppression_tokens(col, rel_text, others.get("original"), tokens, suppressed)
@@ -345,7 +345,7 @@ def align_column(col: str, spec: GeneralizationSpec | None, released: pd.Series,
     aligned: dict[str, pd.Series] = {}
     for table, s in others.items():
         if isinstance(spec, IntervalSpec) and spec.width is None:
-            aligned[table] = _map_intervals(s, labels)
+            aligned[table] = map_intervals(s, labels)
         elif isinstance(spec, IntervalSpec):
             aligned[table] = _map_width(s, labels, float(spec.width or 1))
         elif isinstance(spec, RoundSpec):
@@ -359,7 +359,7 @@ def align_column(col: str, spec: GeneralizationSpec | None, released: pd.Series,
                 x = x.where(~(x < spec.bottom_code), spec.bottom_code)
             aligned[table] = x
         elif isinstance(spec, MaskSpec):
-            aligned[table] = _map_mask(s, labels, spec.mask)
+            aligned[table] = map_mask(s, labels, spec.mask)
         elif isinstance(spec, HierarchySpec):
             assert levels is not None
             aligned[table] = _map_hierarchy(s, labels, levels, table, col, spec.hierarchy)
@@ -370,7 +370,7 @@ def align_column(col: str, spec: GeneralizationSpec | None, released: pd.Series,
     compared_as_numbers = kind in NUMERIC_KINDS or (spec is None and numeric)
     if ori is not None and labels and not compared_as_numbers:
         present = others["original"].notna()
-        ok = _text(ori).isin(labels) & present
+        ok = text_labels(ori).isin(labels) & present
         share = float(ok.sum() / present.sum()) if present.sum() else 1.0
     return aligned, ColumnAlignment(col, how, share, suppressed)
 

@@ -89,6 +89,12 @@ class Roles:
         ]
 
     @property
+    def compared_columns(self) -> tuple[str, ...]:
+        """The columns a family compares by default: quasi-identifiers, then sensitive
+        columns (each once)."""
+        return tuple(dict.fromkeys((*self.quasi_identifiers, *self.sensitive)))
+
+    @property
     def measured_columns(self) -> tuple[str, ...]:
         """Columns the measures read (QIs, sensitive, weight, household)."""
         cols = list(self.quasi_identifiers) + list(self.sensitive)

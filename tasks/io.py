@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from riskcore.errors import ConfigError
 from riskcore.gate.config import Gate, GateConfig
 from riskcore.gate.inputs import load_input
-from riskcore.gate.run import write_run
+from riskcore.gate.outputs import write_run
 from riskcore.gate.tables import TableInfo
 from riskcore.redact import register
 from riskcore.storage import check_storage_options

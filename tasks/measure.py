@@ -7,7 +7,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from riskcore.gate.config import Gate
-from riskcore.gate.run import encode_measured, measure
+from riskcore.gate.encoding import encode_measured
+from riskcore.gate.run import measure
 from riskcore.measures import MeasureInputs
 from riskcore.measures.family import Params
 from riskcore.results import MeasureResult

@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
     from riskcore import progress
     from riskcore.gate.cleanliness import validate_tables
     from riskcore.gate.config import tables_config
-    from riskcore.gate.run import encode_aligned, versions
+    from riskcore.gate.encoding import encode_aligned
+    from riskcore.gate.outputs import versions
     from riskcore.measures.alc import from_encoded
     from riskcore.measures.alc.scenarios import build_scenarios, run_scenarios, summarize
     from riskcore.measures.alc.targets import select_targets

@@ -78,7 +78,7 @@ def _params(args: argparse.Namespace, name: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from riskcore.gate.config import tables_config
-    from riskcore.gate.run import versions
+    from riskcore.gate.outputs import versions
     from riskcore.measures import family, run_measure
     from riskcore.results import to_jsonable
 

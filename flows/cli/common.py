@@ -183,9 +183,10 @@ def prepared_inputs(cfg: Any, options: Mapping[str, Any],
     """
     from dataclasses import replace
 
+    from riskcore.gate.encoding import encode
     from riskcore.gate.inputs import load_input
     from riskcore.gate.prepare import prepare_tables
-    from riskcore.gate.run import encode, validate
+    from riskcore.gate.run import validate
 
     if frames is None:
         frames, infos = {}, []

@@ -77,7 +77,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.json_out:
         write_json(result.to_dict(), args.json_out)
     if args.links:
-        from riskcore.gate.run import parquet_bytes
+        from riskcore.gate.outputs import parquet_bytes
         from riskcore.storage import write_bytes
 
         write_bytes(args.links, parquet_bytes(result.links_frame()), options, overwrite=True)

@@ -130,7 +130,7 @@ def plan(args: argparse.Namespace, base: dict[str, Any], roles: Any) -> dict[str
 
 def run(args: argparse.Namespace) -> int:
     from riskcore.gate.config import tables_config
-    from riskcore.gate.run import MEASURES_SCHEMA, per_record_parquet, versions
+    from riskcore.gate.outputs import MEASURES_SCHEMA, per_record_parquet, versions
     from riskcore.measures import run_measure
     from riskcore.results import to_jsonable
 

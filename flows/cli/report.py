@@ -59,7 +59,7 @@ def _read_json(run_dir: str, name: str, options: dict[str, Any]) -> Any:
 def cmd_report(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from riskcore.gate.run import report_html
+    from riskcore.gate.outputs import report_html
 
     options = storage_options(args)
     decision = _read_json(args.run_dir, "decision.json", options)

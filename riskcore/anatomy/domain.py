@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..alignment import _map_intervals, _map_mask, _text
+from ..alignment import map_intervals, map_mask, text_labels
 from ..data import distinct, looks_numeric, number_series
 from ..generalization import parse_interval
 from .reading import marker_candidates
@@ -86,7 +86,7 @@ class ColumnDomain:
 
 def _clean_text(series: pd.Series, markers: Sequence[str]) -> pd.Series:
     """The column as stripped text, a Categorical, with the markers missing."""
-    text = _text(series)
+    text = text_labels(series)
     if not isinstance(text.dtype, pd.CategoricalDtype):
         text = text.astype("category")
     cats = text.cat.categories.astype(str).str.strip()
@@ -217,19 +217,19 @@ def column_domain(name: str, columns: Mapping[str, pd.Series],
     ori_numeric = looks_numeric(ori) and ori.notna().any()
     intervals = [v for v in shown if parse_interval(v) is not None]
     if ori_numeric and shown and len(intervals) >= 0.9 * len(shown):
-        mapped = {t: _map_intervals(s, intervals) for t, s in others.items()}
+        mapped = {t: map_intervals(s, intervals) for t, s in others.items()}
         widths = [iv.width for v in intervals if (iv := parse_interval(v)) is not None
                   and math.isfinite(iv.width)]
         how = "interval"
         detail = {"labels": len(intervals),
                   "width": float(np.median(widths)) + 1 if widths else None}
     elif shown and sum(v.endswith("*") for v in shown) >= 0.5 * len(shown):
-        mapped = {t: _map_mask(s, shown, "*") for t, s in others.items()}
+        mapped = {t: map_mask(s, shown, "*") for t, s in others.items()}
         how = "mask"
         detail = {"labels": len(shown)}
     else:
         mapped = dict(others)
-    codes, union = _joint_codes({**{t: _text(s) for t, s in mapped.items()}, "released": rel},
+    codes, union = _joint_codes({**{t: text_labels(s) for t, s in mapped.items()}, "released": rel},
                                 wild=tokens)
     kept = _kept_share(codes)
     if how == "kept" and kept < KEPT:

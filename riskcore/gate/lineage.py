@@ -23,7 +23,8 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ConfigError, InputError, StorageError
-from ..measures.composition import CompositionParams, Lineage, ReleaseTables
+from ..measures.composition import CompositionParams
+from ..measures.releases import Lineage, ReleaseTables
 from ..redact import redact_text
 from ..storage import filesystem, join_url
 from .config import Gate, TablesConfig

@@ -54,8 +54,9 @@ from ..results import MeasureResult, not_computable
 from ..roles import PUBLISHED, Roles
 from .cleanliness import EMPTY_CHECK, CheckResult, CleanlinessReport, validate_tables
 from .config import Gate
+from .encoding import encode, encode_aligned
 from .prepare import extra_columns_check
-from .run import encode, encode_aligned, measure_error
+from .run import measure_error
 from .tables import TableInfo, detect_format
 
 #: records drawn from each table for the families that need rows (attacks, copies, ALC)
@@ -241,7 +242,7 @@ class PartitionedSteps:
 
     def write(self, folder: str, files: Mapping[str, bytes], decision: Mapping[str, Any] | None,
               options: Mapping[str, Any]) -> dict[str, str]:
-        from .run import write_run
+        from .outputs import write_run
 
         return write_run(folder, files, decision, options)
 

@@ -10,15 +10,11 @@ never written again. Everything written passes :func:`riskcore.redact.redact`.
 
 from __future__ import annotations
 
-import io
-import json
 import logging
-import platform
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
 
@@ -26,38 +22,43 @@ import numpy as np
 import pandas as pd
 
 from .. import progress
-from ..alignment import Alignment, align_tables
 from ..anatomy import ReleaseDiff
-from ..anatomy.reading import ColumnReading
-from ..data import ColumnType, EncodedTable, encode_tables, looks_numeric
-from ..errors import ConfigError, InputError, RiskgateError, StorageError
+from ..errors import ConfigError, InputError, RiskgateError
 from ..measures import BY_NAME, MeasureInputs, StartUp, start_up
 from ..measures.family import Params
 from ..memory import release_memory
 from ..processes import Terminated
 from ..redact import redact, redact_text
-from ..report import render_report
 from ..report.riskiest import example_records
-from ..results import MeasureResult, Record, to_jsonable
-from ..roles import CONTROLS
-from ..storage import check_output_location, exists, join_url, presign, write_bytes
+from ..results import MeasureResult, Record
+from ..storage import check_output_location
 from ..threads import family_threads, this_thread, thread_budget
 from .cleanliness import (
     CleanlinessReport,
-    column_readings,
-    declared_types,
     validate_tables,
     warm_up,
 )
 from .config import Gate, TablesConfig
+from .encoding import encode_measured
 from .inputs import load_input, refuse_unintended, verify_checksums
 from .lineage import load_lineage
+from .outputs import (
+    decision_record,
+    json_bytes,
+    measures_document,
+    now_iso,
+    parquet_bytes,
+    per_record_frame,
+    records_parquet,
+    report_html,
+    report_link,
+    run_folder,
+    write_run,
+)
 from .policy import Decision, Verdict, decide, fixed_decision
 from .prepare import Prepared, prepare_tables
-from .tables import TableInfo, coerce_types
+from .tables import TableInfo
 
-DECISION_SCHEMA = "riskgate.decision/1"
-MEASURES_SCHEMA = "riskgate.measures/1"
 log = logging.getLogger("riskgate.gate")
 #: tables larger than this in memory are worth a full garbage collection once encoded
 COLLECT_ABOVE_BYTES = 256 * 2**20
@@ -70,93 +71,6 @@ def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> Cleanline
     """The cleanliness checks (Great Expectations) over every table of the run."""
     with progress.working("validate"):
         return validate_tables(frames, cfg.role_spec, cfg.identifiers)
-
-
-def measured_tables(gate: Gate) -> frozenset[str]:
-    """The tables the gate's families read: the release and the identification table always
-    (the equivalence families' sample and population), the original and the control when a
-    family needs the original (the attacks, copies, membership, utility, the ALC...)."""
-    needs = {table for name in gate.measures for table in BY_NAME[name].needs}
-    tables = {"released", "identification", *needs}
-    if "original" in needs:
-        tables.update(t for t in CONTROLS if t == "control" or gate.config.custodian_control)
-    return frozenset(tables)
-
-
-def encode_measured(gate: Gate, frames: Mapping[str, pd.DataFrame]) -> MeasureInputs:
-    """:func:`encode` of the tables the gate's families read (:func:`measured_tables`): what
-    every gate step encodes, in this process or as a Prefect task."""
-    return encode(gate.config, frames, tables=measured_tables(gate))
-
-
-def encode(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
-           storage_options: Mapping[str, Any] | None = None,
-           tables: Collection[str] | None = None) -> MeasureInputs:
-    """Align the other tables with a generalized release, convert the tables to their declared
-    types and encode them jointly, once.
-
-    Args:
-        tables: the tables to encode (:func:`measured_tables`; default all). The others are
-            still aligned (their checks, e.g. a suppression token that is a real value of the
-            original, still apply) and decide the columns' types, but are not encoded: a gate
-            of the equivalence families alone never reads the original's codes.
-    """
-    with progress.working("encode"):
-        readings = column_readings(frames, cfg.role_spec)
-        enc, alignment = encode_aligned(cfg, frames, storage_options, tables, readings)
-    released = enc["released"]
-    # a column read both ways (a handful of whole numbers: a code or a count; a code whose
-    # values are numbers) is measured by the distance attacks as it was encoded and the
-    # other way too, the worse kept: never laxer than an attacker who reads it either way
-    roles = cfg.role_spec
-    split = tuple(c for c, r in readings.items() if r.both_ways and c in released.columns
-                  and c not in roles.types and c != roles.weight)
-    return MeasureInputs(released=enc["released"], original=enc.get("original"),
-                         control=enc.get("control"),
-                         custodian_control=enc.get("custodian_control"),
-                         identification=enc.get("identification"),
-                         missing=cfg.missing, alpha=cfg.alpha, seed=cfg.seed,
-                         alignment=alignment, split=split)
-
-
-def encode_aligned(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
-                   storage_options: Mapping[str, Any] | None = None,
-                   tables: Collection[str] | None = None,
-                   readings: Mapping[str, ColumnReading] | None = None,
-                   ) -> tuple[dict[str, EncodedTable], Alignment]:
-    """The original's (control's, identification's) values mapped into the release's domain
-    (declared or unambiguous generalizations, riskcore.generalization), then encoded."""
-    roles = cfg.role_spec
-    columns = [*roles.quasi_identifiers, *roles.sensitive]
-    # compared as numbers (distances, never "equal or not"): typed numeric, or untyped and
-    # numbers in the release and the original alike
-    numeric = [c for c in columns if (roles.types[c].is_numeric if c in roles.types else all(
-        looks_numeric(df[c]) for df in frames.values() if c in df.columns))]
-    aligned, alignment = align_tables(
-        frames, columns, cfg.generalization_specs(), numeric=numeric, tokens=cfg.suppressed,
-        min_comparable=cfg.min_comparable, storage_options=storage_options)
-    return encode_frames(cfg, aligned, tables, readings), alignment
-
-
-def encode_frames(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame],
-                  tables: Collection[str] | None = None,
-                  readings: Mapping[str, ColumnReading] | None = None
-                  ) -> dict[str, EncodedTable]:
-    """Every frame (of ``tables``, default all) typed (numeric types decided on the original,
-    codes read as categories: :func:`~riskcore.gate.cleanliness.declared_types`) and encoded
-    jointly."""
-    roles = cfg.role_spec
-    types = declared_types(frames, roles, readings)
-    typed = {name: coerce_types(df, types, name) for name, df in frames.items()
-             if tables is None or name in tables}
-    # numeric types decided on the original; integers stay integers when every value is whole
-    explicit = dict(roles.types)
-    for col, typ in types.items():
-        if col not in explicit and typ is not ColumnType.CONTINUOUS:
-            explicit[col] = typ
-    roles = replace(roles, types=explicit)
-    required = {name: list(roles.required_in(name)) for name in typed}
-    return encode_tables(typed, roles, required=required)
 
 
 def measure(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
@@ -177,122 +91,6 @@ def measure_error(exc: BaseException) -> str:
     if isinstance(exc, RiskgateError):
         return redact_text(str(exc))
     return redact_text(f"{type(exc).__name__}: {exc}")
-
-
-# ---------------------------------------------------------------- outputs
-def per_record_frame(results: Mapping[str, MeasureResult], n: int,
-                     flags: Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
-    """Per-record risks keyed by row number (0-based row of the released table), and the
-    run's per-record flags (``identifier``: the row holds an undeclared direct identifier)."""
-    cols: dict[str, Any] = {"row": np.arange(n, dtype=np.int64)}
-    for key, arr in (flags or {}).items():
-        if len(arr) == n:
-            cols[key] = arr
-    for name, res in results.items():
-        for key, arr in res.per_record.items():
-            if len(arr) == n:
-                cols[f"{name}.{key}"] = np.asarray(arr)
-    # the measures' arrays themselves, not a copy of them in one block
-    return pd.DataFrame(cols, copy=False)
-
-
-def parquet_bytes(frame: pd.DataFrame) -> bytes:
-    buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
-    return buf.getvalue()
-
-
-def per_record_parquet(results: Mapping[str, MeasureResult], n: int) -> bytes:
-    """``per_record.parquet``: see :func:`per_record_frame`."""
-    return parquet_bytes(per_record_frame(results, n))
-
-
-def records_parquet(results: Mapping[str, MeasureResult]) -> dict[str, bytes]:
-    """The measures' named record tables (e.g. ``alc_predictions``) as Parquet files."""
-    return {f"{name}.parquet": parquet_bytes(pd.DataFrame({k: np.asarray(v)
-                                                           for k, v in table.items()}))
-            for res in results.values() for name, table in res.records.items()}
-
-
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for pkg in ("riskgate", "numpy", "pandas", "pyarrow", "great-expectations", "prefect",
-                "scikit-learn", "fsspec"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
-    return out
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def json_bytes(doc: Any) -> bytes:
-    return json.dumps(doc, indent=2).encode("utf-8")
-
-
-def run_folder(gate: Gate, run_id: str) -> str:
-    return join_url(gate.config.output_url, gate.config.release_id, run_id)
-
-
-def measures_document(release_id: str, run_id: str | None,
-                      results: Mapping[str, MeasureResult], errors: Mapping[str, str]
-                      ) -> dict[str, Any]:
-    """``measures.json`` (schema ``riskgate.measures/1``), redacted."""
-    return redact(to_jsonable({  # type: ignore[no-any-return]
-        "schema": MEASURES_SCHEMA, "release_id": release_id, "flow_run_id": run_id,
-        "measures": [r.to_dict() for r in results.values()],
-        "errors": dict(errors),
-    }))
-
-
-def write_run(folder: str, files: Mapping[str, bytes], decision: Mapping[str, Any] | None,
-              storage_options: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Write a run's outputs, ``decision.json`` last (when given). Never overwrites a finished run.
-
-    A folder whose ``decision.json`` exists is a finished run and is never written again; the
-    other files of an unfinished attempt (same run id: a retried write, or a paused review
-    writing its report first) may be replaced.
-    """
-    decision_url = join_url(folder, "decision.json")
-    if exists(decision_url, storage_options, what="output_url"):
-        raise StorageError(f"'{redact_text(decision_url)}' already exists; a run's outputs are "
-                           "never replaced")
-    written = {}
-    for name, data in files.items():
-        url = join_url(folder, name)
-        write_bytes(url, data, storage_options, overwrite=True)
-        written[name] = url
-    if decision is not None:
-        write_bytes(decision_url, json_bytes(decision), storage_options)
-        written["decision.json"] = decision_url
-    return written
-
-
-def report_html(decision: Mapping[str, Any], measures: list[dict[str, Any]],
-                validation: Mapping[str, Any] | None, per_record: pd.DataFrame | None = None,
-                detail: str = "summary", examples: Mapping[str, Any] | None = None,
-                history: list[dict[str, Any]] | None = None) -> bytes:
-    return render_report(dict(decision), measures, dict(validation) if validation else None,
-                         per_record=per_record, detail=detail,
-                         examples=dict(examples) if examples else None,
-                         history=history).encode("utf-8")
-
-
-def report_link(report_url: str | None, gate: Gate, options: Mapping[str, Any] | None,
-                folder_key: str) -> str | None:
-    """One click to the report: ``report.base_url`` + path when the user serves the outputs,
-    else a presigned HTTPS URL for object stores; None for local files (no link that 404s)."""
-    if not report_url:
-        return None
-    base = gate.config.report.base_url
-    if base:
-        return join_url(base, folder_key, "report.html")
-    return presign(report_url, options, gate.config.report.link_expiry_s)
 
 
 # ---------------------------------------------------------------- the sequence
@@ -445,33 +243,14 @@ class _Run:
 
     def record(self, decision: Decision) -> dict[str, Any]:
         cfg = self.gate.config
-        roles = cfg.role_spec
-        doc = {
-            "schema": DECISION_SCHEMA,
-            "release_id": cfg.release_id,
-            "flow_run_id": self.run_id,
-            **decision.to_dict(),
-            "approved": decision.verdict is Verdict.APPROVED,
-            "inputs": [i.to_dict() for i in self.infos],
-            "roles": {"quasi_identifiers": list(roles.quasi_identifiers),
-                      "sensitive": list(roles.sensitive), "weight": roles.weight,
-                      "household": roles.household,
-                      "direct_identifiers": list(roles.direct_identifiers)},
-            "config": cfg.public_dict(),
-            "measures_run": {k: v.model_dump(mode="json")
-                             for k, v in self.gate.measures.items()},
-            "seed": cfg.seed,
-            "versions": versions(),
-            "timings": {k: round(float(v), 4) for k, v in self.timings.items()},
-            "started_at": self.started,
-            "finished_at": now_iso(),
-            "provenance": self.provenance(),
-            "signed": self.signer is not None,
-            "signing_key": self.signer.fingerprint if self.signer is not None else None,
-            **self.context,
-            **self.extra,
-        }
-        return redact(to_jsonable(doc))  # type: ignore[no-any-return]
+        return decision_record(
+            cfg.release_id, self.run_id, decision, started_at=self.started, inputs=self.infos,
+            config=cfg.public_dict(), seed=cfg.seed, timings=self.timings,
+            roles=cfg.role_spec,
+            measures_run={k: v.model_dump(mode="json") for k, v in self.gate.measures.items()},
+            provenance=self.provenance(), signed=self.signer is not None,
+            signing_key=self.signer.fingerprint if self.signer is not None else None,
+            context=self.context, extra=self.extra)
 
     def provenance(self) -> dict[str, Any]:
         """Config, policy and every table: where it came from, its URL and its SHA-256."""
@@ -622,7 +401,7 @@ def _sequence(run: _Run) -> Decision:
         signer_pem = getattr(run.signer, "public_pem", None)
         lineage = run.timed("lineage", lambda: load_lineage(gate, frames, run.options,
                                                             run.run_id, signer_pem))
-        object.__setattr__(inputs, "lineage", lineage)
+        inputs = replace(inputs, lineage=lineage)
         if lineage is not None and frames.get("custodian_control") is not None:
             custodian_lineage = replace(lineage, control=frames["custodian_control"])
     frames.clear()  # the encoded arrays are all the measures need
@@ -835,18 +614,5 @@ def error_outcome(release_id: str, run_id: str, message: str) -> RunOutcome:
                       written=False)
 
 
-def error_record(release_id: str, run_id: str, message: str,
-                 context: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A minimal ERROR ``decision.json`` for a run whose config could not be loaded but whose
-    output location is known (e.g. from a trigger event)."""
-    doc = {"schema": DECISION_SCHEMA, "release_id": release_id, "flow_run_id": run_id,
-           "verdict": Verdict.ERROR.value, "checks": [], "reasons": [message], "review": None,
-           "approved": False, "inputs": [], "config": {}, "seed": 0, "versions": versions(),
-           "timings": {}, "started_at": now_iso(), "finished_at": now_iso(),
-           **dict(context or {})}
-    return redact(to_jsonable(doc))  # type: ignore[no-any-return]
-
-
-__all__ = ["ConfigError", "InputError", "LocalSteps", "RunOutcome", "Steps",
-           "encode", "error_outcome", "error_record", "load_input", "measure", "run_gate",
-           "validate", "write_run"]
+__all__ = ["ConfigError", "InputError", "LocalSteps", "RunOutcome", "Steps", "error_outcome",
+           "measure", "run_gate", "validate"]

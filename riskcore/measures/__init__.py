@@ -69,7 +69,9 @@ def family(name: str) -> MeasureFamily:
 
 def run_measure(name: str, inputs: MeasureInputs,
                 params: Params | Mapping[str, Any] | None = None) -> MeasureResult:
-    """Run one family on the encoded inputs (parameters validated if given raw).
+    """Run one family on the encoded inputs (parameters validated if given raw): not
+    computable, with the reason, when a table it needs is absent (:attr:`MeasureFamily.needs`);
+    each figure's direction as the family declares it (:func:`with_directions`).
 
     A distance family (:attr:`MeasureFamily.distance`) with columns read both ways
     (:attr:`MeasureInputs.split`: a handful of whole numbers, a code whose values are
@@ -78,12 +80,26 @@ def run_measure(name: str, inputs: MeasureInputs,
     case is never one reading's alone."""
     fam = family(name)
     parsed = fam.parse(params)
+    missing = fam.missing_tables(inputs)
+    if missing is not None:
+        return missing
     with progress.scope(name):
-        result = fam.run(inputs, parsed)
+        result = with_directions(fam, parsed, inputs, fam.run(inputs, parsed))
         if not (fam.distance and inputs.split) or result.status is not Status.OK:
             return result
-        other = fam.run(inputs.read_other_way(inputs.split), parsed)
+        other = with_directions(fam, parsed, inputs,
+                                fam.run(inputs.read_other_way(inputs.split), parsed))
     return worse_reading(result, other, inputs.split)
+
+
+def with_directions(fam: MeasureFamily, params: Params, inputs: MeasureInputs,
+                    result: MeasureResult) -> MeasureResult:
+    """The result with each figure's direction as the family declares it
+    (:attr:`MeasureFamily.figures`, the one place a direction is written)."""
+    declared = fam.figures(params, inputs.released.roles)
+    directions = {**{k: v for k, v in result.higher_is_riskier.items() if k not in declared},
+                  **{k: declared[k] for k in result.figures if k in declared}}
+    return replace(result, higher_is_riskier=directions)
 
 
 def worse_reading(numbers: MeasureResult, codes: MeasureResult, split: Sequence[str]

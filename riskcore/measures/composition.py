@@ -59,8 +59,8 @@ signature does not verify is insufficient evidence with its reason, never skippe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -72,6 +72,7 @@ from ..errors import ConfigError
 from ..results import MeasureResult, Status
 from ..roles import Roles
 from .family import MeasureFamily, MeasureInputs, Params
+from .releases import Lineage, ReleaseTables
 
 DEFAULT_MAX_RELEASES = 8
 DEFAULT_CONFIDENCE = 0.9
@@ -111,42 +112,6 @@ class CompositionParams(Params):
                                    "must verify under it")
 
 
-# ---------------------------------------------------------------- the inputs
-@dataclass(frozen=True)
-class ReleaseTables:
-    """One release as composition reads it: its table, its quasi-identifiers and sensitive
-    columns, its generalization declarations and suppression tokens, its original."""
-
-    name: str
-    released: pd.DataFrame
-    quasi_identifiers: tuple[str, ...]
-    sensitive: tuple[str, ...]
-    generalization: Mapping[str, Any] = field(default_factory=dict)
-    tokens: tuple[str, ...] = ("*",)
-    original: pd.DataFrame | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    #: why the release cannot be composed with (not read, changed, unsigned), or None
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class Lineage:
-    """What the gate loads for composition: the current original, the new release and the
-    earlier releases (each with its reason when it cannot be used), and the control."""
-
-    original: pd.DataFrame
-    new: ReleaseTables
-    earlier: tuple[ReleaseTables, ...]
-    control: pd.DataFrame | None = None
-    storage_options: Mapping[str, Any] = field(default_factory=dict)
-    #: "kept" (the original's rows, generalized or suppressed) or "new" (synthetic rows),
-    #: as ``riskgate init`` tells them apart, and the evidence in plain lines
-    kind: str = "kept"
-    kind_evidence: tuple[str, ...] = ()
-    #: what the look-up found besides the releases used (a lineage id with no APPROVED run)
-    notes: tuple[str, ...] = ()
-
-
 # ---------------------------------------------------------------- candidate sets
 @dataclass(frozen=True)
 class Candidates:
@@ -159,7 +124,7 @@ class Candidates:
 
 
 def _text(series: pd.Series) -> np.ndarray:
-    from ..alignment import _text as aligned_text
+    from ..alignment import text_labels as aligned_text
 
     return np.asarray(aligned_text(series).astype(object), dtype=object)
 
@@ -170,7 +135,7 @@ def _joint_codes(columns: Sequence[pd.Series], tokens: set[str]
     and where a cell is missing or a suppression token. The work is per distinct value: each
     column's text is a Categorical, whose categories are joined (no pass of Python objects
     over the rows)."""
-    from ..alignment import _text as aligned_text
+    from ..alignment import text_labels as aligned_text
     from ..data import distinct
 
     parts = [distinct(aligned_text(c)) for c in columns]
@@ -450,7 +415,7 @@ def differencing(lineage: Lineage, earlier: ReleaseTables, columns: Sequence[str
     """``differencing_auc`` against one earlier release of new rows (see the module doc), or
     None with the reason."""
     from ..data import encode_tables
-    from .membership import _closest, _quantiles, auc_delong
+    from .membership import auc_delong, closest_distance, quantile_columns
 
     if earlier.original is None:
         return None, "the earlier release's original could not be read to find the records " \
@@ -481,9 +446,9 @@ def differencing(lineage: Lineage, earlier: ReleaseTables, columns: Sequence[str
     new, old, mem, non_m = prepare([enc["new"], enc["old"], enc["members"], enc["non"]], cols,
                                    [np.arange(enc[t].n) for t in ("new", "old", "members",
                                                                    "non")])
-    new, old, mem, non_m = _quantiles([new, old, mem, non_m], {})
-    score_m = _closest(mem, old) - _closest(mem, new)
-    score_n = _closest(non_m, old) - _closest(non_m, new)
+    new, old, mem, non_m = quantile_columns([new, old, mem, non_m], {})
+    score_m = closest_distance(mem, old) - closest_distance(mem, new)
+    score_n = closest_distance(non_m, old) - closest_distance(non_m, new)
     auc, low, high = auc_delong(score_m, score_n)
     return auc, None, {"added": int(added.size), "members": int(m), "auc_low": low,
                        "auc_high": high}
@@ -497,10 +462,7 @@ def _kind(lineage: Lineage, params: CompositionParams) -> str:
 
 # ---------------------------------------------------------------- the family
 def _run(inputs: MeasureInputs, params: CompositionParams) -> MeasureResult:
-    missing = FAMILY.missing_tables(inputs)
-    if missing:
-        return missing
-    lineage: Lineage | None = getattr(inputs, "lineage", None)
+    lineage = inputs.lineage
     if lineage is None:
         return MeasureResult(
             measure="composition", figures={}, status=Status.INSUFFICIENT_EVIDENCE,
@@ -569,7 +531,6 @@ def _run(inputs: MeasureInputs, params: CompositionParams) -> MeasureResult:
                               "in the new and an earlier release")
     return MeasureResult(
         measure="composition", figures=figures, parameters=params.model_dump(mode="json"),
-        higher_is_riskier={k: k.rsplit(".", 1)[-1] not in SAFER_HIGHER for k in figures},
         details=details, unavailable=unavailable, records=records)
 
 

@@ -53,7 +53,7 @@ from ..roles import Roles
 from ..stats import normal_sf, z_score
 from .attacks.common import check_attack_columns
 from .attacks.gower import kneighbors, prepare
-from .family import MeasureFamily, MeasureInputs, Params
+from .family import MeasureFamily, MeasureInputs, Params, compared_columns
 
 DEFAULT_SAMPLE = 5_000
 DEFAULT_REFERENCE = 20_000
@@ -230,7 +230,7 @@ def copies(original: Any, released: Any, control: Any = None, *,
         parameters={"columns": cols, "sample_size": sample_size,
                     "reference_size": reference_size, "distance": "gower", "near": near,
                     "bins": bins, "confidence": confidence, "seed": seed},
-        higher_is_riskier=FIGURES, details=details, warnings=tuple(warnings),
+        details=details, warnings=tuple(warnings),
         per_record={"exact_copy": is_copy.astype(np.int8), "dcr": dcr_all},
         unavailable=unavailable)
 
@@ -250,15 +250,10 @@ FIGURES: dict[str, bool] = {
 
 
 def _columns(params: CopiesParams, roles: Roles, released: Any) -> list[str]:
-    if params.columns:
-        return list(params.columns)
-    return [c for c in (*roles.quasi_identifiers, *roles.sensitive) if c in released.columns]
+    return compared_columns(params.columns, roles, released)
 
 
 def _run(inputs: MeasureInputs, params: CopiesParams) -> MeasureResult:
-    missing = FAMILY.missing_tables(inputs)
-    if missing:
-        return missing
     assert inputs.original is not None
     cols = _columns(params, inputs.released.roles, inputs.released)
     if not cols:

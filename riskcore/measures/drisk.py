@@ -57,8 +57,6 @@ def drisk(original: np.ndarray, perturbed: np.ndarray, columns: list[str] | tupl
         figures={"dRisk": count / n, "records_at_risk": count,
                  "records_with_missing": int(missing.sum())},
         parameters={"k": k, "columns": list(columns)},
-        higher_is_riskier={"dRisk": True, "records_at_risk": True,
-                           "records_with_missing": False},
         per_record={"drisk_at_risk": at_risk.astype(np.float64)},
         details={"sd_perturbed": {c: float(s) for c, s in zip(columns, sd)}},
     )
@@ -74,15 +72,12 @@ class DriskParams(Params):
 
 
 def _run(inputs: MeasureInputs, params: DriskParams) -> MeasureResult:
-    missing = FAMILY.missing_tables(inputs)
-    if missing:
-        return missing
     rel, ori = inputs.released, inputs.original
     assert ori is not None
     cols = list(params.columns or [])
     if not cols:
-        cols = [c for c in rel.roles.quasi_identifiers + rel.roles.sensitive
-                if rel.column(c).values is not None and rel.column(c).type.value == "continuous"]
+        cols = [c for c in rel.roles.compared_columns if rel.column(c).values is not None
+                and rel.column(c).type.value == "continuous"]
     if not cols:
         return not_computable("drisk", "no continuous key columns: name them in "
                               "measures.drisk.columns")

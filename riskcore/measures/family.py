@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..errors import ConfigError, config_error
 from ..results import MeasureResult, Status, not_computable
 from ..roles import ColumnType, MissingPolicy, Roles
+from .releases import Lineage
 
 if TYPE_CHECKING:
     from ..alignment import Alignment
@@ -85,8 +86,8 @@ class MeasureInputs:
     #: multiplicity: seeded samples of every table's records, for the families that need rows
     sampled: MeasureInputs | None = None
     #: the earlier releases of the same data, for ``composition``
-    #: (:func:`riskcore.gate.lineage.load_lineage`; a :class:`~.composition.Lineage`)
-    lineage: Any = None
+    #: (:func:`riskcore.gate.lineage.load_lineage`)
+    lineage: Lineage | None = None
     #: columns read both ways (:attr:`riskcore.anatomy.ColumnReading.both_ways`: a handful of
     #: whole numbers, a code whose values are numbers): the distance families run once more
     #: with each read the other way (:meth:`read_other_way`)
@@ -314,6 +315,15 @@ class MeasureFamily:
                 return not_computable(self.name, f"{self.title} needs the {table} table: "
                                       f"configure '{table}' in the gate config")
         return None
+
+
+def compared_columns(columns: Sequence[str] | None, roles: Roles, table: Any = None
+                     ) -> list[str]:
+    """The columns a family compares: those its parameters name, else the roles' default
+    (:attr:`riskcore.roles.Roles.compared_columns`), those ``table`` holds when given."""
+    if columns:
+        return list(columns)
+    return [c for c in roles.compared_columns if table is None or c in table.columns]
 
 
 def per_column_figures(columns: Sequence[str], names: Sequence[str], higher: bool

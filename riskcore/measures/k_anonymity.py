@@ -56,7 +56,6 @@ def k_anonymity(freq: ClassFrequencies, ks: Sequence[int] = DEFAULT_KS) -> Measu
         figures=figures,
         parameters={"ks": levels, "quasi_identifiers": list(freq.quasi_identifiers),
                     "missing": freq.missing.value, "alpha": freq.alpha},
-        higher_is_riskier=_figures(levels),
         per_record={"fk": fk, "Fk": freq.Fk},
         details={"class_size_histogram": [[int(s), int(c)] for s, c in zip(sizes, counts)]},
     )

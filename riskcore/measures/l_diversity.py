@@ -135,7 +135,6 @@ def l_diversity(
         parameters={"quasi_identifiers": qis, "sensitive": sens, "c": float(c),
                     "missing_code": missing_code, "missing_in_keys": "own value",
                     "missing_in_sensitive": "each missing value is its own category"},
-        higher_is_riskier={k: False for k in figures},
         per_record=per_record,
         details={"max_distinct_l": max_distinct},
     )

@@ -17,7 +17,7 @@ a reference row is never a target. The release is searched whole (or in a seeded
 codes and the first numeric column (exact). Every
 distance is the attacks' Gower distance
 (:mod:`riskcore.measures.attacks.gower`) over the compared columns divided by their number,
-with each number first replaced by its quantile in the release (:func:`_quantiles`): under
+with each number first replaced by its quantile in the release (:func:`quantile_columns`): under
 Gower's range scaling a heavy-tailed column hides its near copies (on bench/membership.py's 1M
 rows, where income is log-normal, the distance attack's AUC was 0.485 and GAN-Leaks' on
 standardized columns 0.543). Columns are read as an attacker reads them: integer codes (a zip,
@@ -106,7 +106,7 @@ from ..stats import z_score
 from ..threads import start_models
 from .attacks.common import check_attack_columns
 from .attacks.gower import MixedMatrix, nearest_distance, prepare
-from .family import MeasureFamily, MeasureInputs, Params
+from .family import MeasureFamily, MeasureInputs, Params, compared_columns
 
 #: members and non-members attacked, each: every row up to this many, a seeded sample above
 MAX_TARGETS = 50_000
@@ -241,7 +241,7 @@ def attack_figures(pos: np.ndarray, neg: np.ndarray, confidence: float
 
 
 # ---------------------------------------------------------------- attacks
-def _closest(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarray:
+def closest_distance(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarray:
     p = max(len(queries.columns), 1)
     return np.asarray(nearest_distance(queries, candidates) / p)
 
@@ -456,14 +456,14 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
     for suffix, view in views.items():
         prepared = prepare([released, original, control, control], view,
                            [rel_rows, members, target_ctrl, reference], wildcards)
-        rel, ori_t, ctl_t, ref = _quantiles(prepared, quantiles)
+        rel, ori_t, ctl_t, ref = quantile_columns(prepared, quantiles)
         targets = _stack(ori_t, ctl_t)
         with progress.scope(f"membership: distances{suffix}"):
-            d_rel = _closest(targets, rel)
-            d_ref = _closest(targets, ref) if "calibrated" in attacks else None
+            d_rel = closest_distance(targets, rel)
+            d_ref = closest_distance(targets, ref) if "calibrated" in attacks else None
             if "distance_std" in attacks:
                 rel_z, ori_z, ctl_z, _ = _standardized(prepared)
-                d_std = _closest(_stack(ori_z, ctl_z), rel_z)
+                d_std = closest_distance(_stack(ori_z, ctl_z), rel_z)
             if "distance_l2" in attacks:
                 rel_e, ori_e, ctl_e, _ = _standardized(prepared, halve=False)
                 d_l2 = nearest_distance(_stack(ori_e, ctl_e), rel_e, squared=True)
@@ -566,7 +566,7 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
                     "attacks": list(attacks), "delta": delta,
                     "claimed_epsilon": claimed_epsilon,
                     "confidence": confidence, "seed": seed},
-        higher_is_riskier=figure_directions(ran), details=details, warnings=tuple(warnings),
+        details=details, warnings=tuple(warnings),
         records={RECORDS: {"table": np.r_[np.zeros(m, dtype=np.int8),
                                           np.ones(len(ctrl_rows), dtype=np.int8)],
                            "row": np.r_[members, ctrl_rows].astype(np.int64),
@@ -584,7 +584,7 @@ def _stack(members: MixedMatrix, non_members: MixedMatrix) -> MixedMatrix:
                        wild=members.wild)
 
 
-def _quantiles(mats: list[MixedMatrix], cache: dict[str, tuple[np.ndarray, np.ndarray]]
+def quantile_columns(mats: list[MixedMatrix], cache: dict[str, tuple[np.ndarray, np.ndarray]]
                ) -> list[MixedMatrix]:
     """Every number replaced by its quantile in the first matrix (the release): the mid-rank
     empirical CDF, (#{r < x} + #{r <= x}) / 2n, missing kept missing. A monotone map, so the
@@ -640,7 +640,7 @@ def figure_directions(attack_names: Sequence[str]) -> dict[str, bool]:
 
 def _attack_names(params: MembershipParams, roles: Roles) -> list[str]:
     names: list[str] = list(params.attacks)
-    cols = params.columns or [*roles.quasi_identifiers, *roles.sensitive]
+    cols = compared_columns(params.columns, roles)
     qi = [c for c in roles.quasi_identifiers if c in cols]
     if params.partly_informed and qi and len(qi) < len(cols):
         names += [f"{a}_qi" for a in params.attacks if a != "density"]
@@ -648,15 +648,10 @@ def _attack_names(params: MembershipParams, roles: Roles) -> list[str]:
 
 
 def _columns(params: MembershipParams, roles: Roles, released: Any) -> list[str]:
-    if params.columns:
-        return list(params.columns)
-    return [c for c in (*roles.quasi_identifiers, *roles.sensitive) if c in released.columns]
+    return compared_columns(params.columns, roles, released)
 
 
 def _run(inputs: MeasureInputs, params: MembershipParams) -> MeasureResult:
-    missing = FAMILY.missing_tables(inputs)
-    if missing:
-        return missing
     assert inputs.original is not None
     roles = inputs.released.roles
     cols = _columns(params, roles, inputs.released)

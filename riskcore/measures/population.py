@@ -355,7 +355,6 @@ def population_uniqueness(class_sizes: np.ndarray, population_size: float,
         measure="population",
         figures=figures,
         parameters={"population_size": N, "sampling_fraction": f, "n": n},
-        higher_is_riskier={k: True for k in figures},
         per_record=per_record,
         details=details,
         warnings=tuple(f"{m}: not available ({r})" for m, r in reasons.items()

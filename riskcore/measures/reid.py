@@ -73,7 +73,6 @@ def reidentification_risk(freq: ClassFrequencies,
         parameters={"threshold": threshold, "population": freq.population.value,
                     "quasi_identifiers": list(freq.quasi_identifiers),
                     "missing": freq.missing.value, "alpha": freq.alpha},
-        higher_is_riskier={k: True for k in figures},
         per_record={"prosecutor_risk": inv_f, "journalist_risk": inv_F},
     )
 

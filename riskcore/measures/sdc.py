@@ -301,8 +301,6 @@ def sdc_risk(
         "threshold": g.threshold, "records_above_threshold": g.records_above_threshold,
         "max_individual_risk": float(r.max()),
     }
-    higher = {"ER": True, "global_risk": True, "global_risk_pct": True, "threshold": True,
-              "records_above_threshold": True, "max_individual_risk": True}
     per_record = {"risk": r}
     unavailable: dict[str, str] = {}
     warnings = []
@@ -323,7 +321,6 @@ def sdc_risk(
             figures.update({"hier_ER": hier_ER, "hier_risk": hier_ER / n,
                             "hier_risk_pct": 100.0 * hier_ER / n})
             per_record["hier_risk"] = hr
-        higher.update({"hier_ER": True, "hier_risk": True, "hier_risk_pct": True})
     if not weighted:
         warnings.append("no sample weights: risk = 1/fk (sdcMicro's unweighted measure_risk)")
     return MeasureResult(
@@ -334,7 +331,6 @@ def sdc_risk(
                     "weighted": weighted, "quasi_identifiers": list(freq.quasi_identifiers),
                     "household": household_column, "missing": freq.missing.value,
                     "alpha": freq.alpha},
-        higher_is_riskier=higher,
         per_record=per_record,
         details={"threshold_status": g.threshold_status.value,
                  "risk_histogram": _risk_histogram(r, mult), **details},

@@ -274,7 +274,6 @@ def suda_result(scores: SudaScores, level_contributions: list[dict[str, object]]
         parameters={"keys": list(scores.keys), "original_scores": scores.original_scores,
                     "dis_fraction": scores.dis_fraction, "max_msu_size": scores.max_msu_size,
                     "M": scores.M},
-        higher_is_riskier={k: True for k in figures},
         per_record=per_record,
         details={
             "attribute_contributions": {k: float(v) for k, v in

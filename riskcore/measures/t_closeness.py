@@ -77,7 +77,6 @@ def t_closeness(
         figures=figures,
         parameters={"quasi_identifiers": qis, "sensitive": sens, "emd": kinds,
                     "missing_in_sensitive": "one extra category (after the largest value)"},
-        higher_is_riskier={k: True for k in figures},
         per_record=per_record,
     )
 

@@ -85,7 +85,7 @@ from ..generalization import parse_interval
 from ..results import MeasureResult, Status
 from ..roles import Roles
 from ..threads import start_models
-from .family import MeasureFamily, MeasureInputs, Params
+from .family import MeasureFamily, MeasureInputs, Params, compared_columns
 
 UTILITY = ("column_shapes", "column_pair_trends", "pmse", "pmse_ratio")
 ROW_ALIGNED = ("il1s", "suppressed_share", "generalization_intensity")
@@ -475,9 +475,7 @@ def figure_directions(columns: Sequence[str]) -> dict[str, bool]:
 
 
 def _columns(params: UtilityParams, roles: Roles, table: Any) -> list[str]:
-    if params.columns:
-        return list(params.columns)
-    return [c for c in (*roles.quasi_identifiers, *roles.sensitive) if c in table.columns]
+    return compared_columns(params.columns, roles, table)
 
 
 def utility(inputs: MeasureInputs, params: UtilityParams) -> MeasureResult:
@@ -546,7 +544,6 @@ def utility(inputs: MeasureInputs, params: UtilityParams) -> MeasureResult:
     return MeasureResult(
         measure="utility", figures=figures,
         parameters=params.model_dump(),
-        higher_is_riskier={k: v for k, v in figure_directions(cols).items() if k in figures},
         details=details, unavailable=unavailable)
 
 
@@ -566,9 +563,6 @@ def _why_missing(name: str, details: dict[str, Any]) -> str:
 
 
 def _run(inputs: MeasureInputs, params: UtilityParams) -> MeasureResult:
-    missing = FAMILY.missing_tables(inputs)
-    if missing:
-        return missing
     return utility(inputs, params)
 
 
@@ -578,8 +572,7 @@ FAMILY = MeasureFamily(
     section="utility",
     params=UtilityParams,
     run=_run,
-    figures=lambda p, roles: figure_directions(
-        p.columns or [*roles.quasi_identifiers, *roles.sensitive]),
+    figures=lambda p, roles: figure_directions(compared_columns(p.columns, roles)),
     needs=("original",),
     reads=("control",),
     fits_models=True,

@@ -62,7 +62,7 @@ def test_store_dies_mid_write_leaves_no_decision_and_a_rerun_succeeds(s3, exampl
     again = run_gate(gate, "run-2", s3.options())
     assert again.verdict == "APPROVED"
     with pytest.raises(StorageError, match="already exists"):  # a finished run stays
-        from riskcore.gate.run import write_run
+        from riskcore.gate.outputs import write_run
 
         write_run(f"s3://{bucket}/out/mid-write/run-2", {"report.html": b"x"}, {"x": 1},
                   s3.options())

@@ -15,7 +15,8 @@ import pytest
 
 from riskcore.gate.config import load_gate
 from riskcore.gate.run import LocalSteps, run_gate
-from riskcore.measures.composition import Lineage, ReleaseTables, compose
+from riskcore.measures.composition import compose
+from riskcore.measures.releases import Lineage, ReleaseTables
 
 QIS = ["region", "age", "sex", "education"]
 READ = {"dtype": str, "keep_default_na": False}

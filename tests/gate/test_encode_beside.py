@@ -14,7 +14,8 @@ import pandas as pd
 from riskcore.errors import InputError
 from riskcore.gate.cleanliness import CleanlinessReport
 from riskcore.gate.config import Gate, load_gate
-from riskcore.gate.run import LocalSteps, encode_measured, run_gate
+from riskcore.gate.encoding import encode_measured
+from riskcore.gate.run import LocalSteps, run_gate
 from riskcore.measures import MeasureInputs
 from tests.conftest import gate_config
 

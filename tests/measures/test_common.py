@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 
 from riskcore import Roles, encode_tables
-from riskcore.gate.run import measures_document
+from riskcore.gate.outputs import measures_document
 from riskcore.gate.schemas import validate
 from riskcore.measures import FAMILIES, MeasureInputs, run_measure
-from riskcore.measures.composition import Lineage, ReleaseTables
+from riskcore.measures.releases import Lineage, ReleaseTables
 from riskcore.results import MeasureResult
 
 ROLES = Roles.from_mapping({
@@ -229,8 +229,9 @@ def _read_as_the_gate_does(folder: Any, tables: dict[str, pd.DataFrame],
                            markers: list[str], per_column: dict[str, list[str]]
                            ) -> MeasureInputs:
     from riskcore.gate.config import tables_config
+    from riskcore.gate.encoding import encode
+    from riskcore.gate.inputs import load_input
     from riskcore.gate.prepare import prepare_tables
-    from riskcore.gate.run import encode, load_input
 
     for name, df in tables.items():
         df.to_csv(folder / f"{name}.csv", index=False)

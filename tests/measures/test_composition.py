@@ -12,7 +12,8 @@ import pytest
 
 from riskcore import encode_tables
 from riskcore.measures import MeasureInputs, run_measure
-from riskcore.measures.composition import Lineage, ReleaseTables, compose
+from riskcore.measures.composition import compose
+from riskcore.measures.releases import Lineage, ReleaseTables
 from riskcore.roles import Roles
 
 QIS = ("age", "zip")

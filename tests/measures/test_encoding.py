@@ -64,7 +64,8 @@ def test_a_gate_of_the_equivalence_families_leaves_the_original_unencoded(exampl
     import json
 
     from riskcore.gate.config import load_gate
-    from riskcore.gate.run import LocalSteps, encode, measured_tables
+    from riskcore.gate.encoding import encode, measured_tables
+    from riskcore.gate.run import LocalSteps
     from tests.conftest import gate_config
 
     files = (str(example_files["original"]), str(example_files["released"]), str(tmp_path))

@@ -14,8 +14,8 @@ import pytest
 from riskcore.errors import ConfigError, InputError
 from riskcore.examples import MACRO, write_example
 from riskcore.gate.config import tables_config
+from riskcore.gate.encoding import encode
 from riskcore.gate.policy import CheckVerdict, Verdict, decide, parse_policy
-from riskcore.gate.run import encode
 from riskcore.generalization import parse_interval
 from riskcore.measures import run_measure
 from riskcore.results import MeasureResult, Status

@@ -166,7 +166,7 @@ def test_numbers_enter_as_their_quantile_in_the_release():
     """Each number becomes its mid-rank quantile in the release, (#{r < x} + #{r <= x}) / 2n,
     missing kept missing: one extreme value no longer hides a heavy-tailed column."""
     from riskcore.measures.attacks.gower import MixedMatrix
-    from riskcore.measures.membership import _quantiles
+    from riskcore.measures.membership import quantile_columns
 
     rng = np.random.default_rng(0)
     rel = np.round(rng.random((500, 2)) * 5)
@@ -178,7 +178,7 @@ def test_numbers_enter_as_their_quantile_in_the_release():
         return MixedMatrix(numeric=x, categorical=np.zeros((len(x), 0), dtype=np.int32),
                            columns=("x", "y"), n=len(x), wild=())
 
-    q_rel, q_tgt = _quantiles([mat(rel), mat(tgt)], {})
+    q_rel, q_tgt = quantile_columns([mat(rel), mat(tgt)], {})
     for j in range(2):
         ref = np.sort(rel[~np.isnan(rel[:, j]), j])
         for x, q in ((rel, q_rel), (tgt, q_tgt)):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from riskcore.gate.config import tables_config
-from riskcore.gate.run import encode
+from riskcore.gate.encoding import encode
 from riskcore.measures import run_measure
 from riskcore.measures.membership import roc, tpr_at_fpr
 

@@ -168,7 +168,7 @@ def test_generalized_and_suppressed_release_reports_its_information_loss():
     released["zip"] = released["zip"].str[:3] + "**"
     released.loc[:39, "sex"] = "*"  # 40 suppressed cells
     from riskcore.gate.config import tables_config
-    from riskcore.gate.run import encode
+    from riskcore.gate.encoding import encode
 
     cfg = tables_config({"released": "released.csv", "original": "original.csv",
                          "roles": {"quasi_identifiers": ["age", "sex", "zip"]},

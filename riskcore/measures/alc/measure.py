@@ -74,12 +74,9 @@ def _check(params: ALCParams, roles: Roles) -> None:
 
 
 def _run(inputs: MeasureInputs, params: ALCParams) -> MeasureResult:
-    missing = FAMILY.missing_tables(inputs)
-    if missing:
-        return missing
     assert inputs.original is not None
     roles = inputs.released.roles
-    columns = list(roles.quasi_identifiers) + list(roles.sensitive)
+    columns = list(roles.compared_columns)
     secrets = _secrets(params, roles)
     used = list(dict.fromkeys([*(params.known or roles.quasi_identifiers), *secrets]))
     refused = inputs.domain_check("alc", used)
@@ -127,7 +124,6 @@ def alc_result(results: list[ALCResult], params: ALCParams, secrets: list[str],
         measure="alc", figures=figures,
         parameters={**params.model_dump(mode="json"), "secrets": secrets, "known": known,
                     "seed": seed},
-        higher_is_riskier=_directions(figures),
         details={"summary": summary.to_dict(), "column_kinds": dict(kinds),
                  "attacks": [r.to_dict(with_predictions=False) for r in results]},
         warnings=tuple(f"{r.secret}: {w}" for r in results for w in r.warnings),

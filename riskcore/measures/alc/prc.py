@@ -13,10 +13,10 @@
   (eq. 8); ALC = w ALC_abs + (1 - w) ALC_rel with w = 0 by default (the paper uses ALC_rel);
   a PRC >= 1 is replaced by 0.99999999 before dividing; rounded to 4 decimals.
 * Best PRC of one side (docs/measures.md 6, ``compute_best_prc``): sort the predictions by
-  confidence (descending, stable), and for every prefix n = 1..N whose Wilson width is below ``max_width``
-  compute PRC(midpoint, recall); keep the first maximum; then take every prediction whose
-  confidence is >= the confidence at that n (ties included) and recompute. Vectorized: one
-  cumulative sum, no loop over n.
+  confidence (descending, stable), and for every prefix n = 1..N whose Wilson width is below
+  ``max_width`` compute PRC(midpoint, recall); keep the first maximum; then take every
+  prediction whose confidence is >= the confidence at that n (ties included) and recompute.
+  Vectorized: one cumulative sum, no loop over n.
 """
 
 from __future__ import annotations

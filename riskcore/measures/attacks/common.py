@@ -122,10 +122,8 @@ def attack_result(measure: str, main: Rate, baseline: Rate, control: Rate | None
     if control is None:
         warns.append("no control table: the risk is the raw attack success rate, which also "
                      "counts what the release teaches about the population in general")
-    higher = attack_figures()
     return MeasureResult(
         measure=measure, figures=figures, parameters=dict(parameters),
-        higher_is_riskier=higher,
         details={"risk_ci": list(risk.ci), **(details or {})},
         warnings=tuple(warns),
     )

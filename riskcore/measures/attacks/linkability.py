@@ -157,9 +157,6 @@ def _check(params: LinkabilityParams, roles: Roles) -> None:
 
 
 def _run(inputs: MeasureInputs, params: LinkabilityParams) -> MeasureResult:
-    missing = FAMILY.missing_tables(inputs)
-    if missing:
-        return missing
     assert inputs.original is not None
     cols = [*params.aux_a, *params.aux_b]
     refused = inputs.domain_check("linkability", cols)

@@ -47,7 +47,7 @@ from ...results import MeasureResult
 from ...roles import Roles
 from ...stats import wilson
 from ...threads import in_chunks
-from ..family import MeasureFamily, MeasureInputs, Params
+from ..family import MeasureFamily, MeasureInputs, Params, compared_columns
 from .common import (
     DEFAULT_N_ATTACKS,
     attack_alarm,
@@ -628,7 +628,7 @@ class SinglingOutParams(Params):
 
 
 def attack_columns(params: SinglingOutParams, roles: Roles) -> list[str]:
-    return list(params.columns or (list(roles.quasi_identifiers) + list(roles.sensitive)))
+    return compared_columns(params.columns, roles)
 
 
 def _check(params: SinglingOutParams, roles: Roles) -> None:
@@ -638,9 +638,6 @@ def _check(params: SinglingOutParams, roles: Roles) -> None:
 
 
 def _run(inputs: MeasureInputs, params: SinglingOutParams) -> MeasureResult:
-    missing = FAMILY.missing_tables(inputs)
-    if missing:
-        return missing
     assert inputs.original is not None
     cols = attack_columns(params, inputs.released.roles)
     refused = inputs.domain_check("singling_out", cols)

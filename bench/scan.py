@@ -3,9 +3,10 @@
 A gate scans every published column (riskcore.identifiers): each distinct value once,
 normalized and searched with Arrow's RE2, python-stdnum's and phonenumbers' validators only on
 candidates (a sample of them where a column holds very many). Beside it, in the same run on
-the same tables: turn 4's scan (bench/baselines/identifiers_turn4.py: US and UK identifiers,
-a phone expression, no libraries), and the floor, pyarrow reading the columns from Parquet
-and computing each column's distinct values (the least any scan of every value must do).
+the same tables: turn 4's scan (riskcore/gate/identifiers.py at commit 3373a48, read from the
+repository's history: US and UK identifiers, a phone expression, no libraries), and the floor,
+pyarrow reading the columns from Parquet and computing each column's distinct values (the
+least any scan of every value must do).
 
 Cases at 1M rows, 10 text columns (nine of codes and labels, and one more):
 * survey: a column of 5,000 occupation labels;
@@ -117,12 +118,33 @@ def _failing(scan: object) -> list[str]:
             if scan.failing(f)]  # type: ignore[attr-defined]
 
 
+#: the commit whose identifier scan is the baseline (turn 4's), and its file there
+TURN4 = ("3373a48", "riskcore/gate/identifiers.py")
+
+
+def turn4_scan() -> Callable[[dict[str, pd.DataFrame]], object]:
+    """Turn 4's ``scan_tables``, loaded from the repository's history (its one relative
+    import pointed at the package)."""
+    import subprocess
+    import sys
+    import types
+
+    commit, path = TURN4
+    source = subprocess.run(["git", "show", f"{commit}:{path}"], capture_output=True,
+                            text=True, check=True, cwd=Path(__file__).resolve().parents[1]
+                            ).stdout.replace("from ..data import", "from riskcore.data import")
+    module = types.ModuleType("identifiers_turn4")
+    sys.modules[module.__name__] = module  # its dataclasses look themselves up there
+    exec(compile(source, f"{commit}:{path}", "exec"), module.__dict__)  # noqa: S102
+    return module.scan_tables  # type: ignore[no-any-return]
+
+
 def main() -> None:
-    from bench.baselines import identifiers_turn4
     from riskcore.gate.tables import categorical_frame
     from riskcore.identifiers import scan_tables
 
     OUT.mkdir(parents=True, exist_ok=True)
+    turn4 = turn4_scan()
     rows, record = [], {}
     for case in ("survey", "e-mails", "free text", "codes", "national ids", "phones"):
         path = OUT / f"scan-{case.replace(' ', '-')}.parquet"
@@ -131,7 +153,7 @@ def main() -> None:
         # the gate's read of the table (a categorical frame) is not counted: the scans alone
         frame = categorical_frame(pq.read_table(path))
         today, found = _timed(scan_tables, frame)
-        before, found_before = _timed(identifiers_turn4.scan_tables, frame)
+        before, found_before = _timed(turn4, frame)
         rows.append([case, f"{N:,}", f"{today:.2f}", f"{before:.2f}", f"{floor:.2f}",
                      f"{today / before:.1f}x", f"{today / floor:.1f}x",
                      "; ".join(_failing(found)) or "none",

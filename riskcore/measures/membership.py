@@ -93,6 +93,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -105,7 +106,7 @@ from ..roles import Roles
 from ..stats import z_score
 from ..threads import start_models
 from .attacks.common import check_attack_columns
-from .attacks.gower import MixedMatrix, nearest_distance, prepare
+from .attacks.gower import MixedMatrix, nearest_distance, nearest_distances, prepare
 from .family import MeasureFamily, MeasureInputs, Params, compared_columns
 
 #: members and non-members attacked, each: every row up to this many, a seeded sample above
@@ -176,21 +177,41 @@ class MembershipParams(Params):
 
 
 # ---------------------------------------------------------------- ROC figures
-def _midranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given their mean rank."""
-    order = np.argsort(x, kind="mergesort")
-    xs = x[order]
-    ranks = np.empty(len(x))
-    # boundaries of runs of equal values
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
-    ends = np.r_[starts[1:], len(x)]
-    mean_rank = (starts + ends + 1) / 2.0
-    ranks[order] = np.repeat(mean_rank, ends - starts)
-    return ranks
+@dataclass(frozen=True)
+class _Sorted:
+    """Members' and non-members' scores sorted together once (ascending, members first among
+    equals), with what AUC, its interval and the ROC read from it."""
+
+    scores: np.ndarray  # every score, ascending
+    is_pos: np.ndarray  # the sorted scores' owner: a member or not
+    starts: np.ndarray  # the first position of each run of equal scores
+    mid_all: np.ndarray  # each score's midrank among all, in the scores' given order
+    mid_own: np.ndarray  # ... and among its own side (members or non-members)
+
+    @classmethod
+    def of(cls, pos: np.ndarray, neg: np.ndarray) -> _Sorted:
+        scores = np.concatenate([pos, neg])
+        is_pos = np.r_[np.ones(len(pos), dtype=bool), np.zeros(len(neg), dtype=bool)]
+        order = np.argsort(scores, kind="mergesort")  # stable: members first among equals
+        s, p = scores[order], is_pos[order]
+        starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        ends = np.r_[starts[1:], len(s)]
+        run = np.repeat(np.arange(len(starts)), ends - starts)
+        mid_all = ((starts + ends + 1) / 2.0)[run]
+        # a side's ranks in a run of equal scores are consecutive: their midrank is the
+        # mean of the run's first and last rank on that side
+        mid_own = np.empty(len(s))
+        for side in (p, ~p):
+            before = np.r_[0, np.cumsum(side)]
+            first, last = before[starts] + 1, before[ends]
+            mid_own[side] = ((first + last) / 2.0)[run][side]
+        given_all, given_own = np.empty(len(s)), np.empty(len(s))
+        given_all[order], given_own[order] = mid_all, mid_own
+        return cls(s, p, starts, given_all, given_own)
 
 
-def auc_delong(pos: np.ndarray, neg: np.ndarray, confidence: float = 0.95
-               ) -> tuple[float, float, float]:
+def auc_delong(pos: np.ndarray, neg: np.ndarray, confidence: float = 0.95,
+               ranked: _Sorted | None = None) -> tuple[float, float, float]:
     """AUC = P(pos > neg) + P(pos = neg)/2 and its DeLong interval (midrank form).
 
     V10_i = (R_i - r_i) / n over the positives (R: rank among all, r: among positives),
@@ -198,9 +219,9 @@ def auc_delong(pos: np.ndarray, neg: np.ndarray, confidence: float = 0.95
     var = var(V10)/m + var(V01)/n; interval AUC +- z se, clipped to [0, 1].
     """
     m, n = len(pos), len(neg)
-    both = _midranks(np.concatenate([pos, neg]))
-    v10 = (both[:m] - _midranks(pos)) / n
-    v01 = 1.0 - (both[m:] - _midranks(neg)) / m
+    r = ranked or _Sorted.of(pos, neg)
+    v10 = (r.mid_all[:m] - r.mid_own[:m]) / n
+    v01 = 1.0 - (r.mid_all[m:] - r.mid_own[m:]) / m
     auc = float(v10.mean())
     var = (v10.var(ddof=1) / m if m > 1 else 0.0) + (v01.var(ddof=1) / n if n > 1 else 0.0)
     z = z_score(confidence)
@@ -208,15 +229,15 @@ def auc_delong(pos: np.ndarray, neg: np.ndarray, confidence: float = 0.95
     return auc, max(0.0, auc - z * se), min(1.0, auc + z * se)
 
 
-def roc(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def roc(pos: np.ndarray, neg: np.ndarray, ranked: _Sorted | None = None
+        ) -> tuple[np.ndarray, np.ndarray]:
     """The empirical ROC: (FPR, TPR) at every threshold "score >= t", from (0, 0) to (1, 1)."""
-    scores = np.concatenate([pos, neg])
-    is_pos = np.r_[np.ones(len(pos), dtype=bool), np.zeros(len(neg), dtype=bool)]
-    order = np.argsort(-scores, kind="mergesort")
-    s, p = scores[order], is_pos[order]
-    last = np.r_[s[1:] != s[:-1], True]  # a threshold after each run of equal scores
-    tp = np.cumsum(p)[last]
-    fp = np.cumsum(~p)[last]
+    r = ranked or _Sorted.of(pos, neg)
+    # thresholds from the highest score down: a run of equal scores enters at once
+    p = r.is_pos[::-1]
+    ends = (len(p) - 1 - r.starts)[::-1]  # each run's last position, counted from the top
+    tp = np.cumsum(p)[ends]
+    fp = np.cumsum(~p)[ends]
     return (np.r_[0.0, fp / max(len(neg), 1)], np.r_[0.0, tp / max(len(pos), 1)])
 
 
@@ -229,8 +250,9 @@ def tpr_at_fpr(fpr: np.ndarray, tpr: np.ndarray, at: float) -> float:
 def attack_figures(pos: np.ndarray, neg: np.ndarray, confidence: float
                    ) -> tuple[dict[str, float], dict[str, list[float]]]:
     """The per-attack figures and its ROC curve (thinned for the report)."""
-    auc, low, high = auc_delong(pos, neg, confidence)
-    fpr, tpr = roc(pos, neg)
+    ranked = _Sorted.of(pos, neg)  # one sort for the AUC, its interval and the ROC
+    auc, low, high = auc_delong(pos, neg, confidence, ranked)
+    fpr, tpr = roc(pos, neg, ranked)
     figs = {"auc": auc, "auc_low": low, "auc_high": high,
             "tpr_at_fpr_1pct": tpr_at_fpr(fpr, tpr, 0.01),
             "tpr_at_fpr_01pct": tpr_at_fpr(fpr, tpr, 0.001),
@@ -459,14 +481,16 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
         rel, ori_t, ctl_t, ref = quantile_columns(prepared, quantiles)
         targets = _stack(ori_t, ctl_t)
         with progress.scope(f"membership: distances{suffix}"):
-            d_rel = closest_distance(targets, rel)
+            # the three distance attacks in one search of the release: their numbers are
+            # monotone maps of one another's (quantiles, z-scores), so one walk serves all
+            rel_z, ori_z, ctl_z, _ = _standardized(prepared)
+            rel_e, ori_e, ctl_e, _ = _standardized(prepared, halve=False)
+            found = nearest_distances([(targets, rel, False),
+                                       (_stack(ori_z, ctl_z), rel_z, False),
+                                       (_stack(ori_e, ctl_e), rel_e, True)])
+            width = max(len(rel.columns), 1)
+            d_rel, d_std, d_l2 = found[:, 0] / width, found[:, 1] / width, found[:, 2]
             d_ref = closest_distance(targets, ref) if "calibrated" in attacks else None
-            if "distance_std" in attacks:
-                rel_z, ori_z, ctl_z, _ = _standardized(prepared)
-                d_std = closest_distance(_stack(ori_z, ctl_z), rel_z)
-            if "distance_l2" in attacks:
-                rel_e, ori_e, ctl_e, _ = _standardized(prepared, halve=False)
-                d_l2 = nearest_distance(_stack(ori_e, ctl_e), rel_e, squared=True)
         for attack in attacks:
             if attack == "density" and suffix:
                 continue  # the density model learns the release's joint law: every column

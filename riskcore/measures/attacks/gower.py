@@ -242,26 +242,37 @@ def nearest_distance(queries: MixedMatrix, candidates: MixedMatrix, squared: boo
     1)[1][:, 0]``, the same float64 values, found without comparing every pair. With
     ``squared``, the squared Euclidean distance over one-hot categories and the numbers as
     given instead (a category mismatch adds 2, a number its squared difference; a missing
-    number against a present one: +inf, two missing: 1).
+    number against a present one: +inf, two missing: 1). See :func:`nearest_distances`."""
+    return nearest_distances([(queries, candidates, squared)])[:, 0]
+
+
+def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
+                      ) -> np.ndarray:
+    """Per query, its nearest candidate's distance under each of several metrics in one
+    search: (n queries, k metrics). Each metric is (queries, candidates, squared), the same
+    rows, categorical codes and missing cells in every one, each metric's numbers a monotone
+    map of the first's (the release's quantiles, z-scores): the candidates' order by a
+    column is then every metric's, and one walk serves all (the attacks share it instead of
+    each searching anew).
 
     The candidates are grouped by their categorical codes (every row of a group has the same
     codes, so one mismatch count per group and query) and, within a group, sorted by one
-    numeric column (the one with the most distinct values). Every term of the distance is at
+    numeric column (the one with the most distinct values). Every term of a distance is at
     least 0, so a candidate's distance is at least its group's mismatch count plus that
     column's difference: a query visits the group with the fewest mismatches first, skips
-    every group whose count is already no better than the nearest found, and walks a group
-    outwards from its own value of that column until the lower bound reaches the nearest
-    found. The distances computed are summed in
-    the same order as :func:`_block`, so the minimum is the same number. Without numba, the
-    block search.
+    every group whose count is no better than the nearest found under every metric, and
+    walks a group outwards from its own value of that column until every metric's lower
+    bound reaches its nearest found. The distances computed are summed in the same order as
+    :func:`_block`, so each minimum is the same number. Without numba, the block search.
     """
+    first_q, first_c, _ = metrics[0]
     kernel = compiled(_nearest_rows)
-    if kernel is None or candidates.n == 0:
-        if squared:
-            return _nearest_squared_blocks(queries, candidates)
-        return kneighbors(queries, candidates, 1)[1][:, 0]
-    cn = np.asarray(candidates.numeric, dtype=np.float64)
-    cc = np.asarray(candidates.categorical, dtype=np.int32)
+    if kernel is None or first_c.n == 0:
+        return np.column_stack([
+            _nearest_squared_blocks(q, c) if sq else kneighbors(q, c, 1)[1][:, 0]
+            for q, c, sq in metrics])
+    cn = np.asarray(first_c.numeric, dtype=np.float64)
+    cc = np.asarray(first_c.categorical, dtype=np.int32)
     m, p = cn.shape
     q = cc.shape[1]
     group_keys, group = _groups(cc)
@@ -279,18 +290,23 @@ def nearest_distance(queries: MixedMatrix, candidates: MixedMatrix, squared: boo
     starts = np.searchsorted(group[order], np.arange(n_groups + 1))
     nan_starts = starts[:-1] + np.add.reduceat(
         (~nan_first[order]).astype(np.int64), starts[:-1]) if n_groups else starts[:-1]
-    wild = np.asarray(candidates.wild or (NO_WILDCARD,) * q, dtype=np.int32)
-    out = np.empty(queries.n)
-    qn = np.ascontiguousarray(queries.numeric, dtype=np.float64)
-    qc = np.ascontiguousarray(queries.categorical, dtype=np.int32)
-    cs, keys = np.ascontiguousarray(cn[order]), np.ascontiguousarray(group_keys, dtype=np.int32)
+    wild = np.asarray(first_c.wild or (NO_WILDCARD,) * q, dtype=np.int32)
+    k = len(metrics)
+    out = np.empty((first_q.n, k))
+    qn = np.ascontiguousarray(np.stack([np.asarray(qm.numeric, dtype=np.float64).reshape(
+        first_q.n, p) for qm, _, _ in metrics]))
+    qc = np.ascontiguousarray(first_q.categorical, dtype=np.int32)
+    cs = np.ascontiguousarray(np.stack([np.asarray(c.numeric, dtype=np.float64).reshape(
+        m, p)[order] for _, c, _ in metrics]))
+    keys = np.ascontiguousarray(group_keys, dtype=np.int32)
+    squared = np.asarray([sq for _, _, sq in metrics], dtype=np.bool_)
     starts, nan_starts = starts.astype(np.int64), np.asarray(nan_starts, dtype=np.int64)
 
     def run(sl: slice) -> None:
-        kernel(qn[sl], qc[sl], cs, keys, starts, nan_starts, wild, sort_col, squared,
+        kernel(qn[:, sl], qc[sl], cs, keys, starts, nan_starts, wild, sort_col, squared,
                out[sl])
 
-    in_chunks(queries.n, run, 512)
+    in_chunks(first_q.n, run, 512)
     return out
 
 
@@ -344,15 +360,19 @@ def _groups(cc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarray,
                   starts: np.ndarray, nan_starts: np.ndarray, wild: np.ndarray, s: int,
-                  squared: bool, out: np.ndarray) -> None:  # pragma: no cover
-    """:func:`nearest_distance`'s search: ``cn`` sorted by group, then NaN-ness and value of
-    column ``s``; group g's rows are starts[g]:starts[g+1], its NaN rows from
-    nan_starts[g]. With ``squared``, squared differences and a mismatch weighing 2."""
-    nq, p = qn.shape
+                  squared: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    """:func:`nearest_distances`' search: ``cn`` (metrics, rows, columns) sorted by group,
+    then NaN-ness and value of column ``s``; group g's rows are starts[g]:starts[g+1], its NaN
+    rows from nan_starts[g]. A metric with ``squared`` sums squared differences and weighs a
+    mismatch 2."""
+    k, nq, p = qn.shape
     n_groups, q = keys.shape
     inf = np.inf
-    weight = 2.0 if squared else 1.0
+    weight = np.empty(k)
+    for t in range(k):
+        weight[t] = 2.0 if squared[t] else 1.0
     mism = np.empty(n_groups, dtype=np.int64)
+    best = np.empty(k)
     for i in range(nq):
         low_g = 0
         for g in range(n_groups):
@@ -366,21 +386,25 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
             mism[g] = count
             if count < mism[low_g]:
                 low_g = g
-        best = inf
+        for t in range(k):
+            best[t] = inf
         for step in range(n_groups + 1):
             g = low_g if step == 0 else step - 1
             if step > 0 and g == low_g:
                 continue
-            if not weight * mism[g] < best:
+            useful = False
+            for t in range(k):
+                if weight[t] * mism[g] < best[t]:
+                    useful = True
+            if not useful:
                 continue
             if p == 0:
-                d0 = 0.0
-                if q:
-                    d0 += weight * mism[g]
-                if d0 < best:
-                    best = d0
+                for t in range(k):
+                    d0 = weight[t] * mism[g] if q else 0.0
+                    if d0 < best[t]:
+                        best[t] = d0
                 continue
-            a0 = qn[i, s]
+            a0 = qn[0, i, s]
             lo, hi, ns = starts[g], starts[g + 1], nan_starts[g]
             if a0 != a0:  # a missing first value is near only the group's missing ones
                 j_from, j_to = ns, hi
@@ -392,7 +416,7 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                 left, right = lo, ns
                 while left < right:
                     mid = (left + right) // 2
-                    if cn[mid, s] < a0:
+                    if cn[0, mid, s] < a0:
                         left = mid + 1
                     else:
                         right = mid
@@ -402,27 +426,33 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                 j = pos if direction == 0 else pos - 1
                 while j_from <= j < j_to:
                     if a0 == a0:
-                        gap = abs(a0 - cn[j, s])
-                        bound = (gap * gap if squared else gap) + weight * mism[g]
-                        if bound >= best:
+                        below = False
+                        for t in range(k):
+                            gap = abs(qn[t, i, s] - cn[t, j, s])
+                            bound = (gap * gap if squared[t] else gap) + weight[t] * mism[g]
+                            if bound < best[t]:
+                                below = True
+                        if not below:
                             break
-                    d = 0.0
-                    for c in range(p):
-                        a = qn[i, c]
-                        b = cn[j, c]
-                        if a != a:
-                            d += 1.0 if b != b else inf
-                        elif b != b:
-                            d += inf
-                        elif squared:
-                            d += (a - b) * (a - b)
-                        else:
-                            d += abs(a - b)
-                    if q:
-                        d += weight * mism[g]
-                    if d < best:
-                        best = d
+                    for t in range(k):
+                        acc = 0.0
+                        for c in range(p):
+                            a = qn[t, i, c]
+                            b = cn[t, j, c]
+                            if a != a:
+                                acc += 1.0 if b != b else inf
+                            elif b != b:
+                                acc += inf
+                            elif squared[t]:
+                                acc += (a - b) * (a - b)
+                            else:
+                                acc += abs(a - b)
+                        if q:
+                            acc += weight[t] * mism[g]
+                        if acc < best[t]:
+                            best[t] = acc
                     j = j + 1 if direction == 0 else j - 1
                 if a0 != a0 and direction == 0:
                     break
-        out[i] = best
+        for t in range(k):
+            out[i, t] = best[t]

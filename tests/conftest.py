@@ -301,7 +301,7 @@ def gate_config(original: str, released: str, output: str, **extra: Any) -> dict
 
 def outcome_of(state: Any) -> dict[str, Any]:
     """The outcome dict a gate flow run's final state carries."""
-    from riskgate.flows.release_gate import outcome_of as flow_outcome
+    from riskgate.flows.verdicts import outcome_of as flow_outcome
 
     data = flow_outcome(state)
     assert data is not None, f"the run ended {state.type} without an outcome: {state.message}"

@@ -43,6 +43,7 @@ from . import (  # noqa: E402
     attack,
     config,
     diff,
+    emit,
     example,
     gate,
     history,
@@ -59,8 +60,8 @@ EXIT_ERROR = 3
 EXIT_USAGE = 64
 EXIT_INTERRUPTED = 130
 
-COMMANDS = (init, diff, measure, attack, alc, gate, config, report, ops, history, trust,
-            example)
+COMMANDS = (init, diff, measure, attack, alc, gate, config, report, ops, emit, history,
+            trust, example)
 
 
 class Parser(argparse.ArgumentParser):

@@ -241,3 +241,18 @@ def file_sha256(url: str, options: dict[str, Any]) -> str:
         raise ConfigError(f"'{redact_text(url)}' does not exist; emit the event after the "
                           "file is written") from None
     return digest.hexdigest()
+
+
+def api_url() -> str:
+    """The configured Prefect API, checked; refuses to work without one."""
+    from prefect.settings import PREFECT_API_URL
+
+    from ..local_api import check_api
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise ConfigError("PREFECT_API_URL is not set: this command needs the running Prefect "
+                          "server the gate is deployed on (e.g. export "
+                          "PREFECT_API_URL=http://127.0.0.1:4200/api)")
+    check_api(url)
+    return str(url)

@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     from riskcore.partitions import is_partitioned
 
     from ..local_api import prefect_api
-    from ..release_gate import outcome_of, release_gate
+    from ..release_gate import release_gate
+    from ..verdicts import outcome_of
 
     flow_fn: Any = release_gate
     params: dict[str, Any] = {}

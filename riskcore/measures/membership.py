@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -421,6 +421,159 @@ def _sample(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
     return np.arange(n) if n <= size else np.sort(rng.choice(n, size=size, replace=False))
 
 
+@dataclass(frozen=True)
+class _Targets:
+    """Who is attacked and what is searched: row numbers of each table, all seeded."""
+
+    members: np.ndarray  # original rows
+    non_members: np.ndarray  # control rows (the distance attacks' non-members)
+    outside: np.ndarray  # control rows outside the reference (the referenced attacks')
+    reference: np.ndarray  # control rows the referenced attacks learn the population from
+    released: np.ndarray  # released rows searched
+    learn: np.ndarray  # positions in ``released`` the density model learns from
+    control: np.ndarray  # every control row scored: non_members | outside, sorted
+    at_all: np.ndarray  # where non_members sit in ``control``
+    at_outside: np.ndarray  # where outside sits in ``control``
+
+
+def _targets(original: Any, released: Any, control: Any, n_targets: int, reference_size: int,
+             released_size: int | None, referenced: bool, seed: int) -> _Targets:
+    """The targets: every member and non-member up to ``n_targets`` (a seeded sample above),
+    the reference sample of the control (at most half of it), the released rows searched
+    (all, or ``released_size`` of them) and the density model's sample of those."""
+    rng = np.random.default_rng(seed)
+    members = _sample(rng, original.n, n_targets)
+    ctrl = rng.permutation(control.n)
+    size = min(reference_size, control.n // 2) if referenced else 0
+    reference = np.sort(ctrl[:size])
+    outside = np.sort(ctrl[size:])
+    non_members = _sample(rng, control.n, n_targets)
+    outside = outside[_sample(rng, outside.size, n_targets)]
+    searched = released.n if released_size is None else min(released_size, released.n)
+    rel_rows = (np.arange(released.n) if searched == released.n else
+                np.sort(rng.choice(released.n, size=searched, replace=False)))
+    # the density model's released rows: a seeded sample of them, as large as the reference
+    learn = (np.arange(searched) if searched <= reference_size else
+             np.sort(rng.choice(searched, size=reference_size, replace=False)))
+    # a control row outside the reference is scored once, by every attack
+    target_ctrl = np.union1d(non_members, outside)
+    return _Targets(members=members, non_members=non_members, outside=outside,
+                    reference=reference, released=rel_rows, learn=learn, control=target_ctrl,
+                    at_all=np.searchsorted(target_ctrl, non_members),
+                    at_outside=np.searchsorted(target_ctrl, outside))
+
+
+@dataclass
+class _Attacked:
+    """Every attack's figures, ROC, members' and counted non-members' scores, and its score
+    of every target row (members, then ``_Targets.control``)."""
+
+    figures: dict[str, float | int | None] = field(default_factory=dict)
+    curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    scores: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    every: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _attack_view(released: Any, original: Any, control: Any, view: list[str], suffix: str,
+                 tg: _Targets, attacks: Sequence[str], wildcards: dict[str, int] | None,
+                 quantiles: dict[str, tuple[np.ndarray, np.ndarray]], confidence: float,
+                 seed: int, into: _Attacked) -> None:
+    """Every attack on one view of the columns (all of them, or the quasi-identifiers:
+    ``suffix`` "_qi"), its figures named ``<attack><suffix>.<figure>``."""
+    m = len(tg.members)
+    prepared = prepare([released, original, control, control], view,
+                       [tg.released, tg.members, tg.control, tg.reference], wildcards)
+    rel, ori_t, ctl_t, ref = quantile_columns(prepared, quantiles)
+    targets = _stack(ori_t, ctl_t)
+    with progress.scope(f"membership: distances{suffix}"):
+        # the three distance attacks in one search of the release: their numbers are
+        # monotone maps of one another's (quantiles, z-scores), so one walk serves all
+        rel_z, ori_z, ctl_z, _ = _standardized(prepared)
+        rel_e, ori_e, ctl_e, _ = _standardized(prepared, halve=False)
+        found = nearest_distances([(targets, rel, False),
+                                   (_stack(ori_z, ctl_z), rel_z, False),
+                                   (_stack(ori_e, ctl_e), rel_e, True)])
+        width = max(len(rel.columns), 1)
+        d_rel, d_std, d_l2 = found[:, 0] / width, found[:, 1] / width, found[:, 2]
+        d_ref = closest_distance(targets, ref) if "calibrated" in attacks else None
+    for attack in attacks:
+        if attack == "density" and suffix:
+            continue  # the density model learns the release's joint law: every column
+        name = f"{attack}{suffix}"
+        if attack == "distance":
+            s = -d_rel
+        elif attack == "distance_std":
+            s = -d_std
+        elif attack == "distance_l2":
+            s = -d_l2
+        elif attack == "calibrated":
+            assert d_ref is not None
+            s = d_ref - d_rel
+        else:
+            with progress.scope(f"membership: density{suffix}"):
+                s = _density_scores(_rows(rel, tg.learn), ref, targets, seed)
+        neg = s[m:][tg.at_outside if attack in REFERENCED else tg.at_all]
+        figs, curve = attack_figures(s[:m], neg, confidence)
+        into.figures.update({f"{name}.{k}": v for k, v in figs.items()})
+        into.curves[name] = curve
+        into.scores[name] = (s[:m], neg)
+        into.every[name] = s
+
+
+def _worst_case(att: _Attacked, confidence: float
+                ) -> tuple[dict[str, str], dict[str, dict[str, Any]], float]:
+    """The worst case of each figure over the attacks (each its own maximum) into
+    ``att.figures``, the strongest attack's with a Bonferroni-widened interval, the TPRs at
+    low false-positive rates with their intervals; returns the attack behind each figure, the
+    low-FPR details and the widened confidence."""
+    figures, ran = att.figures, list(att.scores)
+    worst = {k: max(ran, key=lambda a, k=k: (float(figures[f"{a}.{k}"] or 0.0),  # type: ignore[misc]
+                                             -ran.index(a))) for k in WORST}
+    pos, neg = att.scores[worst["auc"]]
+    wide = 1 - (1 - confidence) / max(len(ran), 1)  # Bonferroni over the attacks run
+    top, _ = attack_figures(pos, neg, wide)
+    figures.update(top)
+    figures.update({k: figures[f"{worst[k]}.{k}"] for k in WORST})
+    low_fpr = {}
+    for key, at in (("tpr_at_fpr_1pct", 0.01), ("tpr_at_fpr_01pct", 0.001)):
+        p, n = att.scores[worst[key]]
+        low_fpr[key] = {"attack": worst[key], **tpr_interval(p, n, at, confidence)}
+        figures[f"{key}_low"] = low_fpr[key]["low"]
+        figures[f"{key}_high"] = low_fpr[key]["high"]
+    return worst, low_fpr, wide
+
+
+def _warnings(original: Any, released: Any, control: Any, tg: _Targets, n_targets: int,
+              low_fpr: dict[str, dict[str, Any]], referenced: bool) -> list[str]:
+    """What limits the figures: sampled targets, few non-members at 0.1 %, a small
+    reference, a sampled release."""
+    warnings = []
+    for name, total, used in (("original", original.n, len(tg.members)),
+                              ("control", control.n, len(tg.non_members))):
+        if used < total:
+            warnings.append(f"{used:,} of the {total:,} {name} rows were attacked (a seeded "
+                            f"sample: measures.membership.n_targets is {n_targets:,}); the "
+                            "intervals carry the sampling")
+    if low_fpr["tpr_at_fpr_01pct"]["few_negatives"]:
+        warnings.append(f"the TPR at 0.1 % false positives is counted on "
+                        f"{low_fpr['tpr_at_fpr_01pct']['negatives']:,} non-members (fewer "
+                        f"than {MIN_NEGATIVES:,}): its threshold sits on the few highest-scored "
+                        "ones; read it with its interval")
+    if len(tg.reference) < len(tg.outside) and referenced:
+        warnings.append(f"the reference sample has {len(tg.reference)} control rows, fewer "
+                        f"than the {len(tg.outside)} non-members it is set against: the "
+                        "calibrated and density attacks are weak")
+    if len(tg.released) < released.n:
+        warnings.append(
+            f"the release was searched in a seeded sample of {len(tg.released):,} of its "
+            f"{released.n:,} rows: a member whose near copy lies outside it is not seen, so "
+            f"the figures are a lower bound (on bench/membership.py's 100,000 rows, AUC 0.512 "
+            f"with 20,000 searched against 0.567 searched whole); leave "
+            f"measures.membership.released_size "
+            f"unset to search the whole release")
+    return warnings
+
+
 def membership(original: Any, released: Any, control: Any, *, columns: Sequence[str],
                qi_columns: Sequence[str] = (), n_targets: int = MAX_TARGETS,
                reference_size: int = DEFAULT_REFERENCE, released_size: int | None = None,
@@ -439,105 +592,37 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
                    "passed")
     check_attack_columns({"original": original, "released": released, "control": control},
                          cols, "membership")
-    referenced = [a for a in attacks if a in REFERENCED]
-    rng = np.random.default_rng(seed)
-    members = _sample(rng, original.n, n_targets)
-    ctrl = rng.permutation(control.n)
-    size = min(reference_size, control.n // 2) if referenced else 0
-    reference = np.sort(ctrl[:size])
-    outside = np.sort(ctrl[size:])  # the referenced attacks' non-members
-    non_members = _sample(rng, control.n, n_targets)
-    outside = outside[_sample(rng, outside.size, n_targets)]
-    m, k = len(members), len(non_members)
-    if min(m, k, len(outside)) < MIN_TARGETS:
+    referenced = any(a in REFERENCED for a in attacks)
+    tg = _targets(original, released, control, n_targets, reference_size, released_size,
+                  referenced, seed)
+    m, k = len(tg.members), len(tg.non_members)
+    if min(m, k, len(tg.outside)) < MIN_TARGETS:
         return MeasureResult(
             measure="membership", figures={}, status=Status.INSUFFICIENT_EVIDENCE,
             reason=f"too few rows to attack: {original.n} original and {control.n} control "
                    f"rows (at least {MIN_TARGETS} members and non-members, the non-members "
                    "outside the reference sample)")
-    searched = released.n if released_size is None else min(released_size, released.n)
-    rel_rows = (np.arange(released.n) if searched == released.n else
-                np.sort(rng.choice(released.n, size=searched, replace=False)))
-    # the density model's released rows: a seeded sample of them, as large as the reference
-    learn = (np.arange(searched) if searched <= reference_size else
-             np.sort(rng.choice(searched, size=reference_size, replace=False)))
-    # where the referenced attacks' non-members sit among all non-members' scores: a control
-    # row outside the reference is scored once, by every attack
-    target_ctrl = np.union1d(non_members, outside)
-    at_all = np.searchsorted(target_ctrl, non_members)
-    at_outside = np.searchsorted(target_ctrl, outside)
     views = {"": cols}
     qi = [c for c in qi_columns if c in cols]
     if qi and len(qi) < len(cols):
         views["_qi"] = qi
-    figures: dict[str, float | int | None] = {}
-    curves: dict[str, dict[str, list[float]]] = {}
-    scores: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    every: dict[str, np.ndarray] = {}  # each attack's score of every target row
+    att = _Attacked()
     quantiles: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for suffix, view in views.items():
-        prepared = prepare([released, original, control, control], view,
-                           [rel_rows, members, target_ctrl, reference], wildcards)
-        rel, ori_t, ctl_t, ref = quantile_columns(prepared, quantiles)
-        targets = _stack(ori_t, ctl_t)
-        with progress.scope(f"membership: distances{suffix}"):
-            # the three distance attacks in one search of the release: their numbers are
-            # monotone maps of one another's (quantiles, z-scores), so one walk serves all
-            rel_z, ori_z, ctl_z, _ = _standardized(prepared)
-            rel_e, ori_e, ctl_e, _ = _standardized(prepared, halve=False)
-            found = nearest_distances([(targets, rel, False),
-                                       (_stack(ori_z, ctl_z), rel_z, False),
-                                       (_stack(ori_e, ctl_e), rel_e, True)])
-            width = max(len(rel.columns), 1)
-            d_rel, d_std, d_l2 = found[:, 0] / width, found[:, 1] / width, found[:, 2]
-            d_ref = closest_distance(targets, ref) if "calibrated" in attacks else None
-        for attack in attacks:
-            if attack == "density" and suffix:
-                continue  # the density model learns the release's joint law: every column
-            name = f"{attack}{suffix}"
-            if attack == "distance":
-                s = -d_rel
-            elif attack == "distance_std":
-                s = -d_std
-            elif attack == "distance_l2":
-                s = -d_l2
-            elif attack == "calibrated":
-                assert d_ref is not None
-                s = d_ref - d_rel
-            else:
-                with progress.scope(f"membership: density{suffix}"):
-                    s = _density_scores(_rows(rel, learn), ref, targets, seed)
-            neg = s[m:][at_outside if attack in REFERENCED else at_all]
-            figs, curve = attack_figures(s[:m], neg, confidence)
-            figures.update({f"{name}.{k}": v for k, v in figs.items()})
-            curves[name] = curve
-            scores[name] = (s[:m], neg)
-            every[name] = s
-    ran = list(scores)
-    # the worst case of each figure over the attacks: each its own maximum
-    worst = {k: max(ran, key=lambda a, k=k: (float(figures[f"{a}.{k}"] or 0.0),  # type: ignore[misc]
-                                             -ran.index(a))) for k in WORST}
+        _attack_view(released, original, control, view, suffix, tg, attacks, wildcards,
+                     quantiles, confidence, seed, att)
+    figures, ran = att.figures, list(att.scores)
+    worst, low_fpr, wide = _worst_case(att, confidence)
     strongest = worst["auc"]
-    pos, neg = scores[strongest]
-    wide = 1 - (1 - confidence) / max(len(ran), 1)  # Bonferroni over the attacks run
-    top, _ = attack_figures(pos, neg, wide)
-    figures.update(top)
-    figures.update({k: figures[f"{worst[k]}.{k}"] for k in WORST})
-    low_fpr = {}
-    for key, at in (("tpr_at_fpr_1pct", 0.01), ("tpr_at_fpr_01pct", 0.001)):
-        p, n = scores[worst[key]]
-        low_fpr[key] = {"attack": worst[key], **tpr_interval(p, n, at, confidence)}
-        figures[f"{key}_low"] = low_fpr[key]["low"]
-        figures[f"{key}_high"] = low_fpr[key]["high"]
-    eps, audit = epsilon_audit(scores, seed, delta, confidence)
+    eps, audit = epsilon_audit(att.scores, seed, delta, confidence)
     figures.update(eps)
     figures["epsilon_excess"] = (None if claimed_epsilon is None
                                  else float(eps["epsilon_low"] or 0.0) - claimed_epsilon)
     figures.update({"n_members": int(m), "n_non_members": int(k),
-                    "n_reference": int(len(reference)),
-                    "n_released_searched": int(len(rel_rows))})
+                    "n_reference": int(len(tg.reference)),
+                    "n_released_searched": int(len(tg.released))})
     details: dict[str, Any] = {
-        "strongest": strongest, "worst": worst, "attacks": ran, "roc": curves,
+        "strongest": strongest, "worst": worst, "attacks": ran, "roc": att.curves,
         "low_fpr": low_fpr,
         "epsilon": {**audit, "claimed": claimed_epsilon,
                     "meaning": "a lower bound on the epsilon of any (epsilon, delta)-DP "
@@ -548,41 +633,18 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
                      "strongest_confidence": wide, "tpr": "Clopper-Pearson"},
         "counts": {"original": int(original.n), "control": int(control.n),
                    "released": int(released.n), "members": int(m), "non_members": int(k),
-                   "non_members_outside_reference": int(len(outside)),
-                   "members_above_1pct_threshold": _exposed(pos, neg, 0.01)},
+                   "non_members_outside_reference": int(len(tg.outside)),
+                   "members_above_1pct_threshold": _exposed(*att.scores[strongest], 0.01)},
         "views": {("all columns" if k == "" else "quasi-identifiers"): list(v)
                   for k, v in views.items()},
     }
-    warnings = []
-    for name, total, used in (("original", original.n, m), ("control", control.n, k)):
-        if used < total:
-            warnings.append(f"{used:,} of the {total:,} {name} rows were attacked (a seeded "
-                            f"sample: measures.membership.n_targets is {n_targets:,}); the "
-                            "intervals carry the sampling")
-    if low_fpr["tpr_at_fpr_01pct"]["few_negatives"]:
-        warnings.append(f"the TPR at 0.1 % false positives is counted on "
-                        f"{low_fpr['tpr_at_fpr_01pct']['negatives']:,} non-members (fewer "
-                        f"than {MIN_NEGATIVES:,}): its threshold sits on the few highest-scored "
-                        "ones; read it with its interval")
-    if len(reference) < len(outside) and referenced:
-        warnings.append(f"the reference sample has {len(reference)} control rows, fewer than "
-                        f"the {len(outside)} non-members it is set against: the calibrated and "
-                        "density attacks are weak")
-    if len(rel_rows) < released.n:
-        warnings.append(
-            f"the release was searched in a seeded sample of {len(rel_rows):,} of its "
-            f"{released.n:,} rows: a member whose near copy lies outside it is not seen, so "
-            f"the figures are a lower bound (on bench/membership.py's 100,000 rows, AUC 0.512 "
-            f"with 20,000 searched against 0.567 searched whole); leave "
-            f"measures.membership.released_size "
-            f"unset to search the whole release")
     unavailable = ({} if claimed_epsilon is not None else {
         "epsilon_excess": "no claimed_epsilon in measures.membership: nothing to refute"})
     if eps["epsilon_point"] is None:
         unavailable["epsilon_point"] = ("the chosen threshold has no false positive (or no "
                                         "false negative) among the counted targets: the "
                                         "ratio is infinite; epsilon_low bounds it")
-    ctrl_rows = target_ctrl
+    scored = len(tg.control)
     return MeasureResult(
         measure="membership", figures=figures, unavailable=unavailable,
         parameters={"columns": cols, "qi_columns": qi, "n_targets": n_targets,
@@ -590,14 +652,16 @@ def membership(original: Any, released: Any, control: Any, *, columns: Sequence[
                     "attacks": list(attacks), "delta": delta,
                     "claimed_epsilon": claimed_epsilon,
                     "confidence": confidence, "seed": seed},
-        details=details, warnings=tuple(warnings),
+        details=details,
+        warnings=tuple(_warnings(original, released, control, tg, n_targets, low_fpr,
+                                 referenced)),
         records={RECORDS: {"table": np.r_[np.zeros(m, dtype=np.int8),
-                                          np.ones(len(ctrl_rows), dtype=np.int8)],
-                           "row": np.r_[members, ctrl_rows].astype(np.int64),
+                                          np.ones(scored, dtype=np.int8)],
+                           "row": np.r_[tg.members, tg.control].astype(np.int64),
                            "member": np.r_[np.ones(m, dtype=np.int8),
-                                           np.zeros(len(ctrl_rows), dtype=np.int8)],
-                           **{f"score.{a}": every[a] for a in ran},
-                           "score": every[strongest]}})
+                                           np.zeros(scored, dtype=np.int8)],
+                           **{f"score.{a}": att.every[a] for a in ran},
+                           "score": att.every[strongest]}})
 
 
 def _stack(members: MixedMatrix, non_members: MixedMatrix) -> MixedMatrix:

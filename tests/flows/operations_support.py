@@ -301,7 +301,7 @@ def _post_all(ops: dict[str, Any], payloads: dict[str, dict[str, Any]]
     awaited (the worker gates them side by side, up to the pool's limit)."""
     from datetime import UTC, datetime
 
-    from riskgate.flows.cli.ops import post_event, wait_for_verdict
+    from riskgate.flows.cli.emit import post_event, wait_for_verdict
 
     api = ops["env"]["PREFECT_API_URL"]
     sent = {}

@@ -94,7 +94,8 @@ def test_a_final_state_without_its_data_still_gives_the_outcome(prefect_server, 
     from prefect.client.orchestration import get_client
     from prefect.exceptions import MissingResult
 
-    from riskgate.flows.release_gate import outcome_of, release_gate
+    from riskgate.flows.release_gate import release_gate
+    from riskgate.flows.verdicts import outcome_of
 
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
                       str(tmp_path / "out"), release_id="no-data",

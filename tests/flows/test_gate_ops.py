@@ -31,7 +31,8 @@ def test_a_config_cannot_resize_the_shared_limit(example_files, tmp_path):
 def test_dask_local_cluster_gives_the_same_decision_and_figures(example_files, tmp_path):
     from prefect_dask import DaskTaskRunner
 
-    from riskgate.flows.release_gate import outcome_of, release_gate
+    from riskgate.flows.release_gate import release_gate
+    from riskgate.flows.verdicts import outcome_of
 
     cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
                       str(tmp_path / "out"), release_id="dask")
@@ -192,7 +193,7 @@ def test_a_review_needs_the_reviewers_name_and_states_its_timeout():
     out into REJECTED (the config's review_timeout_s)."""
     import pydantic
 
-    from riskgate.flows.release_gate import ReviewInput, review_description
+    from riskgate.flows.gate_steps import ReviewInput, review_description
 
     with pytest.raises(pydantic.ValidationError, match="reviewer"):
         ReviewInput(approve=True)
@@ -208,7 +209,7 @@ def test_a_verdict_is_not_logged_as_a_crash():
     naming the verdict when the failure is the gate's verdict; other errors stay ERROR."""
     import logging
 
-    from riskgate.flows.release_gate import GateVerdict, VerdictIsNotACrash
+    from riskgate.flows.verdicts import GateVerdict, VerdictIsNotACrash
 
     def record(exc: BaseException) -> logging.LogRecord:
         try:

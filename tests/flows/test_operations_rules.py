@@ -232,7 +232,7 @@ def test_emit_trusts_the_decision_not_the_event(ops):
     from prefect.client.orchestration import get_client
     from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
-    from riskgate.flows.cli.ops import post_event
+    from riskgate.flows.cli.emit import post_event
 
     forged = {"schema": "riskgate.decision/1", "release_id": "ops-forged", "verdict": "APPROVED",
               "approved": True, "signed": True, "signing_key": "sha256:" + "0" * 64,

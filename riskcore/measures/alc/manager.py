@@ -339,6 +339,113 @@ def run_alc(data: ALCData, secret: str, known: Sequence[str],
                         prior_swap_fraction, progress)
 
 
+def _target_pool(targets: np.ndarray | None, usable: np.ndarray, recall: str
+                 ) -> tuple[str, np.ndarray, float]:
+    """The mode, the rows that may be attacked and the recall's scale: random mode attacks
+    every row with a secret; pre-targeted mode the targets among them, its recall relative to
+    the targets (eq. 5) or to the whole original (eq. 4, ``recall="population"``)."""
+    if targets is None:
+        return "random", usable, 1.0
+    pool = np.intersect1d(np.asarray(targets, dtype=np.int64), usable)
+    if len(pool) == 0:
+        raise InputError("ALC: the target selection matches no original row with a secret "
+                         "value; widen the selection")
+    return "pretargeted", pool, 1.0 if recall == "targeted" else len(pool) / len(usable)
+
+
+def _block_baseline(data: ALCData, secret: str, known: Sequence[str], block: np.ndarray,
+                    selection: Any, seed: int, prior_swap_fraction: float,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The baseline's predictions and confidences for one control block, trained without the
+    block (and its households): the selected model (``selection``), or with none the prior
+    approach, the same attack on a swapped copy of the rest."""
+    t = data.original
+    sec = data.codes[t][secret]
+    train_mask = np.ones(data.n[t], dtype=bool)
+    train_mask[block] = False
+    if data.household is not None:
+        hh = np.unique(data.household[block])
+        train_mask &= ~np.isin(data.household, hh[hh >= 0])
+    train_mask &= sec >= 0
+    train = np.flatnonzero(train_mask)
+    if selection is not None:
+        model = BaselineModel(data, secret, known, selection.model, seed,
+                              selection.one_to_one_column).fit(train)
+        return model.predict(block)  # type: ignore[no-any-return]
+    prior = _swap_table(data, train, prior_swap_fraction, rng)
+    p = BestRowMatch(prior, secret, known, tables=["prior"]).predict(block)
+    return (np.where(p.predicted >= 0, p.predicted, int(np.bincount(sec[train]).argmax())),
+            np.ones(len(block)))
+
+
+class _Attacking:
+    """The attack loop's state: the predictions so far, checked against the halting rule at
+    every checkpoint; ``halt`` names why it stopped (None while it runs)."""
+
+    def __init__(self, atk: Any, sec: np.ndarray, cfg: ALCConfig, halting: _Halting, *,
+                 prior: bool, limit: int, at_limit: str, started: float,
+                 progress: Callable[[int, int, str], None] | None) -> None:
+        self.atk, self.sec, self.cfg, self.halting = atk, sec, cfg, halting
+        self.prior, self.limit, self.started, self.progress = prior, limit, started, progress
+        self.rec: dict[str, list[np.ndarray]] = {k: [] for k in (
+            "target", "true", "attack_predicted", "attack_confidence", "base_predicted",
+            "base_confidence", "abstained")}
+        self.done, self.seconds = 0, 0.0
+        self.halt: str | None = None
+        #: why the loop stops at ``limit``: every target attacked, or cfg.max_attacks
+        self.at_limit = at_limit
+
+    def attack_block(self, block: np.ndarray, b_pred: np.ndarray, b_conf: np.ndarray) -> None:
+        """Attack the block's rows a checkpoint at a time until the block ends or it halts;
+        an abstention takes the baseline's prediction at confidence 0."""
+        cfg, rec, pos = self.cfg, self.rec, 0
+        while pos < len(block) and self.halt is None:
+            step = min(cfg.checkpoint - self.done % cfg.checkpoint, len(block) - pos,
+                       self.limit - self.done)
+            rows = block[pos:pos + step]
+            ta = time.perf_counter()
+            p = self.atk.predict(rows)
+            self.seconds += time.perf_counter() - ta
+            abst = p.predicted < 0
+            rec["target"].append(rows)
+            rec["true"].append(self.sec[rows])
+            rec["attack_predicted"].append(np.where(abst, b_pred[pos:pos + step], p.predicted))
+            rec["attack_confidence"].append(np.where(abst, 0.0, p.confidence))
+            rec["base_predicted"].append(b_pred[pos:pos + step])
+            rec["base_confidence"].append(b_conf[pos:pos + step])
+            rec["abstained"].append(abst)
+            pos += step
+            self.done += step
+            if self.done % cfg.checkpoint == 0:
+                self._check()
+            if self.halt is None and self.done >= self.limit:
+                self.halt = self.at_limit
+            if (self.halt is None and cfg.time_budget is not None
+                    and time.perf_counter() - self.started > cfg.time_budget):
+                self.halt = "time_budget"
+
+    def _check(self) -> None:
+        arr = {k: np.concatenate(v) for k, v in self.rec.items()}
+        ac = np.ones(self.done) if self.prior else arr["attack_confidence"]
+        self.halt = self.halting.check(arr["base_confidence"],
+                                       arr["base_predicted"] == arr["true"], ac,
+                                       arr["attack_predicted"] == arr["true"])
+        if self.progress:
+            self.progress(self.done, self.limit, self.halt or "running")
+
+
+def _best_pair(a_conf: np.ndarray, a_ok: np.ndarray, b_conf: np.ndarray, b_ok: np.ndarray,
+               cfg: ALCConfig, scale: float) -> tuple[Any, Any, str | None]:
+    """The attack's and the baseline's best significant precision/recall pairs: within the
+    tight interval width, else the loose one ("loose"), else none (None, None, None)."""
+    for width, significance in ((cfg.tight_width, "tight"), (cfg.loose_width, "loose")):
+        atk_best = best_prc(a_conf, a_ok, width, cfg.prc, scale)
+        base_best = best_prc(b_conf, b_ok, width, cfg.prc, scale)
+        if atk_best is not None and base_best is not None:
+            return atk_best, base_best, significance
+    return atk_best, base_best, None
+
+
 def _run_alc(data: ALCData, secret: str, known: Sequence[str],
             config: ALCConfig = ALCConfig(), attack: Attack | None = None,
             targets: np.ndarray | None = None, recall: str = "targeted",
@@ -380,17 +487,7 @@ def _run_alc(data: ALCData, secret: str, known: Sequence[str],
     if n_missing:
         warnings.append(f"{n_missing} original row(s) have no value for the secret "
                         f"'{secret}': they are neither attacked nor used by the baseline")
-    mode = "random" if targets is None else "pretargeted"
-    if targets is None:
-        pool = usable
-        recall_scale = 1.0
-    else:
-        targets = np.asarray(targets, dtype=np.int64)
-        pool = np.intersect1d(targets, usable)
-        if len(pool) == 0:
-            raise InputError("ALC: the target selection matches no original row with a secret "
-                             "value; widen the selection")
-        recall_scale = 1.0 if recall == "targeted" else len(pool) / len(usable)
+    mode, pool, recall_scale = _target_pool(targets, usable, recall)
     cs = control_size(len(usable), cfg.max_control_size, cfg.max_control_fraction)
     if len(usable) - min(cs, len(pool)) < 2 * cfg.checkpoint and baseline == "model":
         raise InputError(f"ALC: the original has {len(usable)} usable rows, too few for a "
@@ -406,90 +503,40 @@ def _run_alc(data: ALCData, secret: str, known: Sequence[str],
         selection = select_baseline(data, secret, known, usable, cfg.seed, cfg.models, cfg.prc)
         expected = selection.expected_prc
     t_select = time.perf_counter() - t0
-    atk = attack if attack is not None else BestRowMatch(data, secret, known)
-
-    halting = _Halting(cfg, expected, 1.0 if baseline == "prior" else recall_scale)
-    rec: dict[str, list[np.ndarray]] = {k: [] for k in (
-        "target", "true", "attack_predicted", "attack_confidence", "base_predicted",
-        "base_confidence", "abstained")}
-    done, halt = 0, None
-    limit = len(pool) if cfg.max_attacks is None else min(len(pool), cfg.max_attacks)
-    t_fit = t_attack = 0.0
+    scale = 1.0 if baseline == "prior" else recall_scale
+    loop = _Attacking(attack if attack is not None else BestRowMatch(data, secret, known),
+                      sec, cfg, _Halting(cfg, expected, scale), prior=baseline == "prior",
+                      limit=len(pool) if cfg.max_attacks is None
+                      else min(len(pool), cfg.max_attacks),
+                      at_limit="exhausted" if cfg.max_attacks is None
+                      or cfg.max_attacks >= len(pool) else "max_attacks",
+                      started=t_start, progress=progress)
+    t_fit = 0.0
     for block in blocks:
         tf = time.perf_counter()
-        train_mask = np.ones(data.n[t], dtype=bool)
-        train_mask[block] = False
-        if data.household is not None:
-            hh = np.unique(data.household[block])
-            train_mask &= ~np.isin(data.household, hh[hh >= 0])
-        train_mask &= sec >= 0
-        train = np.flatnonzero(train_mask)
-        if baseline == "model":
-            assert selection is not None
-            model = BaselineModel(data, secret, known, selection.model, cfg.seed,
-                                  selection.one_to_one_column).fit(train)
-            b_pred, b_conf = model.predict(block)
-        else:
-            prior = _swap_table(data, train, prior_swap_fraction, rng)
-            p = BestRowMatch(prior, secret, known, tables=["prior"]).predict(block)
-            b_pred = np.where(p.predicted >= 0, p.predicted, int(np.bincount(sec[train]).argmax()))
-            b_conf = np.ones(len(block))
+        b_pred, b_conf = _block_baseline(data, secret, known, block, selection, cfg.seed,
+                                         prior_swap_fraction, rng)
         t_fit += time.perf_counter() - tf
-        pos = 0
-        while pos < len(block) and halt is None:
-            step = min(cfg.checkpoint - done % cfg.checkpoint, len(block) - pos, limit - done)
-            rows = block[pos:pos + step]
-            ta = time.perf_counter()
-            p = atk.predict(rows)
-            t_attack += time.perf_counter() - ta
-            abst = p.predicted < 0
-            rec["target"].append(rows)
-            rec["true"].append(sec[rows])
-            rec["attack_predicted"].append(np.where(abst, b_pred[pos:pos + step], p.predicted))
-            rec["attack_confidence"].append(np.where(abst, 0.0, p.confidence))
-            rec["base_predicted"].append(b_pred[pos:pos + step])
-            rec["base_confidence"].append(b_conf[pos:pos + step])
-            rec["abstained"].append(abst)
-            pos += step
-            done += step
-            if done % cfg.checkpoint == 0:
-                arr = {k: np.concatenate(v) for k, v in rec.items()}
-                ac = np.ones(done) if baseline == "prior" else arr["attack_confidence"]
-                halt = halting.check(arr["base_confidence"],
-                                     arr["base_predicted"] == arr["true"], ac,
-                                     arr["attack_predicted"] == arr["true"])
-                if progress:
-                    progress(done, limit, halt or "running")
-            if halt is None and done >= limit:
-                halt = "exhausted" if limit == len(pool) else "max_attacks"
-            if (halt is None and cfg.time_budget is not None
-                    and time.perf_counter() - t_start > cfg.time_budget):
-                halt = "time_budget"
-        if halt is not None:
+        loop.attack_block(block, b_pred, b_conf)
+        if loop.halt is not None:
             break
-    if halt is None:
-        halt = "exhausted"
-    arr = {k: np.concatenate(v) if v else np.empty(0) for k, v in rec.items()}
+    halt = loop.halt or "exhausted"
+    done = loop.done
+    arr = {k: np.concatenate(v) if v else np.empty(0) for k, v in loop.rec.items()}
     a_conf = np.ones(done) if baseline == "prior" else arr["attack_confidence"]
     a_ok = arr["attack_predicted"] == arr["true"]
     b_ok = arr["base_predicted"] == arr["true"]
-    scale = 1.0 if baseline == "prior" else recall_scale
-    atk_best = best_prc(a_conf, a_ok, cfg.tight_width, cfg.prc, scale)
-    base_best = best_prc(arr["base_confidence"], b_ok, cfg.tight_width, cfg.prc, scale)
-    significance: str | None = "tight"
-    if atk_best is None or base_best is None:
-        atk_best = best_prc(a_conf, a_ok, cfg.loose_width, cfg.prc, scale)
-        base_best = best_prc(arr["base_confidence"], b_ok, cfg.loose_width, cfg.prc, scale)
-        significance = "loose"
+    atk_best, base_best, significance = _best_pair(a_conf, a_ok, arr["base_confidence"], b_ok,
+                                                   cfg, scale)
     value = None
     if atk_best is None or base_best is None:
-        significance = None
         if halt in ("exhausted",):
             halt = INSUFFICIENT
         warnings.append("no precision/recall pair reached significance: insufficient evidence "
                         "(more targets are needed); this is never a pass")
     else:
         value = alc(atk_best.prc, base_best.prc, cfg.prc)
+    t_attack = loop.seconds
     predictions = {
         "target": arr["target"].astype(np.int64), "true": arr["true"].astype(np.int64),
         "attack_predicted": arr["attack_predicted"].astype(np.int64),
@@ -505,7 +552,8 @@ def _run_alc(data: ALCData, secret: str, known: Sequence[str],
         n_abstentions=int(arr["abstained"].sum()) if done else 0, baseline=selection,
         attack_table=tuple(prc_table(a_conf, a_ok, cfg.prc, scale)),
         base_table=tuple(prc_table(arr["base_confidence"], b_ok, cfg.prc, scale)),
-        predictions=predictions, checkpoints=tuple(halting.log), held_back=halting.held_back,
+        predictions=predictions, checkpoints=tuple(loop.halting.log),
+        held_back=loop.halting.held_back,
         seconds={"total": round(time.perf_counter() - t_start, 3),
                  "baseline_selection": round(t_select, 3), "baseline_fits": round(t_fit, 3),
                  "attack": round(t_attack, 3)},

@@ -272,6 +272,54 @@ def _transforms(doms: Mapping[str, ColumnDomain], kind: str, links: Links,
     return out
 
 
+def _learn_labels(doms: dict[str, Any], usable: dict[str, Any], links: Any) -> list[str]:
+    """Columns whose labels are learned from the rows that link on the others (their map is
+    put in ``doms`` and ``usable``): a column with labels of its own from the rows that link
+    well (quality 0.9), a kept column whose labels were partly merged (a hierarchy keeping a
+    name) from the rows that link well enough with it (0.7: a column compared in the linkage
+    lowers the quality of the rows it changed), a map consistent over 95 % of them."""
+    learned = []
+    good = (links.original_row >= 0) & (links.quality >= 0.9)
+    fair = (links.original_row >= 0) & (links.quality >= 0.7)
+    for c, d in doms.items():
+        if not good.any() or d.numbers is not None:
+            continue
+        if c not in usable:
+            mapped = learn_labels(d, links.original_row[good], np.flatnonzero(good))
+        elif d.how == "kept":
+            mapped = learn_labels(d, links.original_row[fair], np.flatnonzero(fair),
+                                  min_share=0.95, merged_only=True)
+        else:
+            mapped = None
+        if mapped is not None:
+            doms[c] = usable[c] = mapped
+            learned.append(c)
+    return learned
+
+
+def _kind(linked_share: float, full_n: int, n_o: int, evidence: list[str]) -> str:
+    """The release's kind from the share of its rows that are original records beyond
+    chance and its size against the original's; what led there goes to ``evidence``."""
+    records = linked_share >= KEPT_SHARE or (
+        linked_share >= MOST and full_n <= n_o * (1 + PERTURBED))
+    if records:
+        kind = "subsample" if full_n < SUBSAMPLE_BELOW * n_o else "kept"
+        evidence.append(f"{linked_share:.1%} of released rows are original records beyond "
+                        f"chance; the release holds {full_n / max(n_o, 1):.1%} as many rows "
+                        f"as the original: {KIND_WORDS[kind]}")
+        if linked_share < KEPT_SHARE:
+            evidence.append("most released rows link to original records and the release has "
+                            "no more rows than the original: its records, perturbed in more "
+                            "places than a row links through (swapping, PRAM, noise)")
+        return kind
+    if linked_share > 0:
+        evidence.append(f"{linked_share:.1%} of released rows are original records beyond "
+                        "chance, the rest new rows: a mixed release")
+        return "mixed"
+    evidence.append("no more released rows link than chance gives: new (synthetic) rows")
+    return "synthetic"
+
+
 def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame | None = None,
          *, types: Mapping[str, ColumnType] | None = None, markers: Sequence[str] = (),
          seed: int = 0, sample: int | None = None) -> ReleaseDiff:
@@ -315,25 +363,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
                            {"original": n_o, "released": full_n, "linked": 0}, columns,
                            tuple(evidence))
     links, w = _link_all(list(usable.values()), seed)
-    learned = []
-    good = (links.original_row >= 0) & (links.quality >= 0.9)
-    # a column compared in the linkage lowers the quality of the rows it changed: its merges
-    # are read on rows that link well enough with it
-    fair = (links.original_row >= 0) & (links.quality >= 0.7)
-    for c, d in doms.items():
-        if not good.any() or d.numbers is not None:
-            continue
-        if c not in usable:  # labels of its own: learn them from the rows that link
-            mapped = learn_labels(d, links.original_row[good], np.flatnonzero(good))
-        elif d.how == "kept":  # the original's labels, some merged into others (a
-            # hierarchy keeping a name): a map consistent over linked rows, not identity
-            mapped = learn_labels(d, links.original_row[fair], np.flatnonzero(fair),
-                                  min_share=0.95, merged_only=True)
-        else:
-            mapped = None
-        if mapped is not None:
-            doms[c] = usable[c] = mapped
-            learned.append(c)
+    learned = _learn_labels(doms, usable, links)
     if learned:
         links, w = _link_all(list(usable.values()), seed)
         evidence.append(f"labels learned from the rows that link on the other columns: "
@@ -351,24 +381,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     evidence.append(f"{share_r:.1%} of released rows link to an original row at quality "
                     f"{tau:g} or more on {len(usable)} column(s); {share_c:.1%} of "
                     f"{chance_from} do so by chance")
-    records = linked_share >= KEPT_SHARE or (
-        linked_share >= MOST and full_n <= n_o * (1 + PERTURBED))
-    if records:
-        kind = "subsample" if full_n < SUBSAMPLE_BELOW * n_o else "kept"
-        evidence.append(f"{linked_share:.1%} of released rows are original records beyond "
-                        f"chance; the release holds {full_n / max(n_o, 1):.1%} as many rows "
-                        f"as the original: {KIND_WORDS[kind]}")
-        if linked_share < KEPT_SHARE:
-            evidence.append("most released rows link to original records and the release has "
-                            "no more rows than the original: its records, perturbed in more "
-                            "places than a row links through (swapping, PRAM, noise)")
-    elif linked_share > 0:
-        kind = "mixed"
-        evidence.append(f"{linked_share:.1%} of released rows are original records beyond "
-                        "chance, the rest new rows: a mixed release")
-    else:
-        kind = "synthetic"
-        evidence.append("no more released rows link than chance gives: new (synthetic) rows")
+    kind = _kind(linked_share, full_n, n_o, evidence)
     transforms = _transforms(doms, kind, links, linked)
     columns = _columns(original, released, doms, readings, transforms)
     rows = {"original": n_o, "released": full_n, "linked": n_linked,

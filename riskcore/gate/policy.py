@@ -303,6 +303,44 @@ def _axis_words(measure: str) -> str:
     return "not useful" if fam is not None and fam.axis == "utility" else "not safe"
 
 
+def _check_outcome(policy: Policy, check: Check, results: Mapping[str, MeasureResult],
+                   errors: Mapping[str, str], unavailable: Mapping[str, str]) -> CheckOutcome:
+    """One check of the policy against its measure's result: ERROR when the measure failed,
+    INSUFFICIENT when it did not run, could not measure or left the figure unmeasured, else
+    the threshold's verdict (a pass the family calls inconclusive goes to review)."""
+    name = check.measure
+    thr = check.threshold_text()
+    lo, hi = check.min, check.max
+
+    def without_value(verdict: CheckVerdict, why: str) -> CheckOutcome:
+        return CheckOutcome(check.id, check.figure, None, thr, verdict, why, min=lo, max=hi)
+
+    if name in errors:
+        return without_value(CheckVerdict.ERROR, f"measure '{name}' failed: {errors[name]}")
+    result = results.get(name)
+    if result is None:
+        return without_value(CheckVerdict.INSUFFICIENT,
+                             unavailable.get(name, f"measure '{name}' was not run"))
+    if result.status is not Status.OK:
+        return without_value(CheckVerdict.INSUFFICIENT, f"{name}: {result.status.value}: "
+                             f"{result.reason or 'no reason given'}")
+    value = result.figures.get(check.figure_name)
+    if value is None or not math.isfinite(float(value)):
+        return without_value(CheckVerdict.INSUFFICIENT,
+                             _unavailable_reason(result, check.figure_name))
+    check_verdict = check.evaluate(float(value))
+    message = {CheckVerdict.PASS: "within the threshold",
+               CheckVerdict.REVIEW: "in the review band: a person must decide",
+               CheckVerdict.FAIL: f"outside the threshold: {_axis_words(name)}"
+               }[check_verdict]
+    inconclusive = _inconclusive(policy, result)
+    if check_verdict is CheckVerdict.PASS and inconclusive is not None:
+        check_verdict = CheckVerdict.REVIEW
+        message = inconclusive
+    return CheckOutcome(check.id, check.figure, float(value), thr, check_verdict, message,
+                        min=lo, max=hi)
+
+
 def decide(policy: Policy, results: Mapping[str, MeasureResult],
            errors: Mapping[str, str] | None = None,
            unavailable: Mapping[str, str] | None = None,
@@ -323,46 +361,8 @@ def decide(policy: Policy, results: Mapping[str, MeasureResult],
     """
     errors = dict(errors or {})
     unavailable = dict(unavailable or {})
-    outcomes = []
-    for check in policy.checks:
-        name = check.measure
-        thr = check.threshold_text()
-        lo, hi = check.min, check.max
-        if name in errors:
-            outcomes.append(CheckOutcome(check.id, check.figure, None, thr, CheckVerdict.ERROR,
-                                         f"measure '{name}' failed: {errors[name]}",
-                                         min=lo, max=hi))
-            continue
-        result = results.get(name)
-        if result is None:
-            why = unavailable.get(name, f"measure '{name}' was not run")
-            outcomes.append(CheckOutcome(check.id, check.figure, None, thr,
-                                         CheckVerdict.INSUFFICIENT, why, min=lo, max=hi))
-            continue
-        if result.status is not Status.OK:
-            outcomes.append(CheckOutcome(
-                check.id, check.figure, None, thr, CheckVerdict.INSUFFICIENT,
-                f"{name}: {result.status.value}: {result.reason or 'no reason given'}",
-                min=lo, max=hi))
-            continue
-        value = result.figures.get(check.figure_name)
-        if value is None or not math.isfinite(float(value)):
-            outcomes.append(CheckOutcome(check.id, check.figure, None, thr,
-                                         CheckVerdict.INSUFFICIENT,
-                                         _unavailable_reason(result, check.figure_name),
-                                         min=lo, max=hi))
-            continue
-        check_verdict = check.evaluate(float(value))
-        message = {CheckVerdict.PASS: "within the threshold",
-                   CheckVerdict.REVIEW: "in the review band: a person must decide",
-                   CheckVerdict.FAIL: f"outside the threshold: {_axis_words(name)}"
-                   }[check_verdict]
-        inconclusive = _inconclusive(policy, result)
-        if check_verdict is CheckVerdict.PASS and inconclusive is not None:
-            check_verdict = CheckVerdict.REVIEW
-            message = inconclusive
-        outcomes.append(CheckOutcome(check.id, check.figure, float(value), thr, check_verdict,
-                                     message, min=lo, max=hi))
+    outcomes = [_check_outcome(policy, check, results, errors, unavailable)
+                for check in policy.checks]
     for name, refute in (refutations or {}).items():
         result = results.get(name)
         refuted = refute(result) if result is not None and result.status is Status.OK \

@@ -353,33 +353,7 @@ def _sequence(run: _Run) -> Decision:
     start_encode = getattr(steps, "start_encode", None)
     encoding: Callable[[bool], MeasureInputs] | None = (
         start_encode(gate, frames) if start_encode is not None else None)
-    try:
-        report = run.timed("validate", lambda: steps.validate(gate, frames))
-    except Exception as exc:
-        if not isinstance(exc, Terminated):  # asked to stop: leave now, not after encoding
-            _discard(encoding)
-        raise
-    if prepared is not None:
-        report = report.with_prepared(prepared.checks, prepared.to_dict())
-    # GX's one-off start-up, when the checks had to wait for it, is its own figure
-    waited = min(float(getattr(report, "gx_start_wait", 0.0)), run.timings["validate"])
-    if waited > 0:
-        run.timings["validate"] -= waited
-        run.timings["gx_start"] = waited
-    run.validation = report.to_dict()
-    if report.success:  # the release read against its original (riskgate diff)
-        release = run.timed("diff", lambda: read_release(gate, frames))
-        if release is not None:
-            run.release = release
-            run.validation["release"] = release.to_dict()
-    run.files["validation.json"] = json_bytes(redact(run.validation))
-    flagged = (report.identifiers.rows("released") if report.identifiers is not None
-               else np.empty(0, dtype=np.int64))
-    if flagged.size:  # per record, the rows holding an undeclared identifier (no value)
-        released_rows = next(i.rows for i in infos if i.name == "released")
-        flags = np.zeros(released_rows, dtype=np.int8)
-        flags[flagged[flagged < released_rows]] = 1
-        run.record_flags["identifier"] = flags
+    report = _validate(run, frames, prepared, encoding)
     if not report.success:
         _discard(encoding)  # unclean data is never measured, whatever its encoding gave
         if run.record_flags:
@@ -416,6 +390,49 @@ def _sequence(run: _Run) -> Decision:
     if inputs.custodian_control is not None:
         results, errors, decision = run.timed("measures_custodian_control", lambda: (
             judge_both_controls(run, inputs, custodian_lineage, results, errors, decision)))
+    _measured_outputs(run, inputs, results, errors)
+    return _review(run, decision)
+
+
+def _validate(run: _Run, frames: dict[str, Any], prepared: Prepared | None,
+              encoding: Callable[[bool], MeasureInputs] | None) -> CleanlinessReport:
+    """The cleanliness checks (and, when they pass, the release read against its original):
+    validation.json, and the released rows flagged for an undeclared identifier."""
+    gate = run.gate
+    try:
+        report = run.timed("validate", lambda: run.steps.validate(gate, frames))
+    except Exception as exc:
+        if not isinstance(exc, Terminated):  # asked to stop: leave now, not after encoding
+            _discard(encoding)
+        raise
+    if prepared is not None:
+        report = report.with_prepared(prepared.checks, prepared.to_dict())
+    # GX's one-off start-up, when the checks had to wait for it, is its own figure
+    waited = min(float(getattr(report, "gx_start_wait", 0.0)), run.timings["validate"])
+    if waited > 0:
+        run.timings["validate"] -= waited
+        run.timings["gx_start"] = waited
+    run.validation = report.to_dict()
+    if report.success:  # the release read against its original (riskgate diff)
+        release = run.timed("diff", lambda: read_release(gate, frames))
+        if release is not None:
+            run.release = release
+            run.validation["release"] = release.to_dict()
+    run.files["validation.json"] = json_bytes(redact(run.validation))
+    flagged = (report.identifiers.rows("released") if report.identifiers is not None
+               else np.empty(0, dtype=np.int64))
+    if flagged.size:  # per record, the rows holding an undeclared identifier (no value)
+        released_rows = next(i.rows for i in run.infos if i.name == "released")
+        flags = np.zeros(released_rows, dtype=np.int8)
+        flags[flagged[flagged < released_rows]] = 1
+        run.record_flags["identifier"] = flags
+    return report
+
+
+def _measured_outputs(run: _Run, inputs: MeasureInputs, results: dict[str, MeasureResult],
+                      errors: dict[str, str]) -> None:
+    """measures.json, the per-record files and (detail "full") the example records."""
+    gate = run.gate
     doc = measures_document(gate.config.release_id, run.run_id, results, errors)
     run.measures = doc["measures"]
     run.files["measures.json"] = json_bytes(doc)
@@ -425,7 +442,7 @@ def _sequence(run: _Run) -> Decision:
     else:  # a partitioned table's distinct rows: their values go back to every record
         on_rows = {k: r for k, r in results.items() if BY_NAME[k].scale == "classes"}
         values = per_record_frame(on_rows, inputs.released.n).drop(columns="row")
-        written = run.timed("per_record", lambda: steps.write_per_record(  # type: ignore[attr-defined]
+        written = run.timed("per_record", lambda: run.steps.write_per_record(  # type: ignore[attr-defined]
             gate, values, run.folder, run.options))
         run.extra["per_record_parts"] = len(written)
     run.files.update(records_parquet(results))
@@ -433,6 +450,12 @@ def _sequence(run: _Run) -> Decision:
         run.examples = redact(example_records(inputs.released, results,
                                               gate.config.report.examples))
         run.files["examples.json"] = json_bytes(run.examples)
+
+
+def _review(run: _Run, decision: Decision) -> Decision:
+    """A person's sign-off where the config asks for one (the steps pause the run); the
+    outputs but decision.json, and the report, are written before the reviewer is asked."""
+    gate = run.gate
 
     def prepare() -> str | None:
         """Before a reviewer is asked: every output but decision.json, and the report; returns
@@ -444,7 +467,7 @@ def _sequence(run: _Run) -> Decision:
         key = f"{gate.config.release_id}/{run.run_id}"
         return report_link(url, gate, run.options, key) or url
 
-    reviewed, review = steps.review(gate, decision, prepare)
+    reviewed, review = run.steps.review(gate, decision, prepare)
     if review is not None:
         run.extra["review"] = review
     return reviewed

@@ -111,6 +111,56 @@ def _quantiles(x: np.ndarray, prefix: str) -> dict[str, float | None]:
             (float(np.quantile(finite, q)) if finite.size else None) for q in QUANTILES}
 
 
+def _exact_figures(rel_codes: np.ndarray, ori_codes: np.ndarray, ctrl_codes: np.ndarray | None
+                   ) -> tuple[dict[str, float | int | None], np.ndarray, np.ndarray,
+                              np.ndarray | None]:
+    """The exact-copy figures over every row: the released rows equal to an original row,
+    the original rows reproduced, and (with a control) the same share against the control
+    and the excess over it. Returns the figures and the three masks."""
+    is_copy, reproduced = exact_matches(rel_codes, ori_codes)
+    figures: dict[str, float | int | None] = {
+        "exact_share": float(is_copy.mean()),
+        "original_reproduced_share": float(reproduced.mean()),
+        "n_exact_copies": int(is_copy.sum()),
+        "exact_share_control": None, "exact_excess": None,
+    }
+    copy_ctrl = None
+    if ctrl_codes is not None:
+        copy_ctrl, _ = exact_matches(rel_codes, ctrl_codes)
+        figures["exact_share_control"] = float(copy_ctrl.mean())
+        figures["exact_excess"] = float(is_copy.mean()) - float(copy_ctrl.mean())
+    return figures, is_copy, reproduced, copy_ctrl
+
+
+def _without_control(figures: dict[str, float | int | None], unavailable: dict[str, str],
+                     warnings: list[str]) -> None:
+    """The control's figures, unavailable, and why."""
+    reason = ("needs a control table (records held out of the data the release was made "
+              "from): without it closeness to the original cannot be told from closeness "
+              "to the population")
+    for name in ("dcr_control_p01", "dcr_control_p05", "dcr_control_p25",
+                 "dcr_control_median", "nndr_control_median", "holdout_share",
+                 "holdout_share_ci_low", "holdout_share_ci_high", "holdout_p_value"):
+        figures[name] = None
+        unavailable[name] = reason
+    warnings.append("no control table: the holdout share and the control baselines are "
+                    "not available")
+
+
+def _histogram(dcr_o: np.ndarray, dcr_c: np.ndarray | None, bins: int) -> dict[str, Any]:
+    """The report's histogram of the distances to the original and the control, on shared
+    edges from 0 to the largest finite distance."""
+    finite = dcr_o[np.isfinite(dcr_o)]
+    if dcr_c is not None:
+        finite = np.concatenate([finite, dcr_c[np.isfinite(dcr_c)]])
+    top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    edges = np.linspace(0.0, top, bins + 1)
+    return {"edges": edges.tolist(),
+            "original": np.histogram(dcr_o[np.isfinite(dcr_o)], edges)[0].tolist(),
+            "control": (np.histogram(dcr_c[np.isfinite(dcr_c)], edges)[0].tolist()
+                        if dcr_c is not None else None)}
+
+
 def copies(original: Any, released: Any, control: Any = None, *,
            columns: Sequence[str], sample_size: int = DEFAULT_SAMPLE,
            reference_size: int = DEFAULT_REFERENCE, near: float = 0.05, bins: int = 20,
@@ -130,20 +180,7 @@ def copies(original: Any, released: Any, control: Any = None, *,
     # exact copies, over every row (codes are joint: equal values have equal codes)
     rel_codes, ori_codes = released.codes(cols), original.codes(cols)
     ctrl_codes = control.codes(cols) if control is not None else None
-    is_copy, reproduced = exact_matches(rel_codes, ori_codes)
-    figures: dict[str, float | int | None] = {
-        "exact_share": float(is_copy.mean()),
-        "original_reproduced_share": float(reproduced.mean()),
-        "n_exact_copies": int(is_copy.sum()),
-    }
-    copy_ctrl = None
-    if ctrl_codes is not None:
-        copy_ctrl, _ = exact_matches(rel_codes, ctrl_codes)
-        figures["exact_share_control"] = float(copy_ctrl.mean())
-        figures["exact_excess"] = float(is_copy.mean()) - float(copy_ctrl.mean())
-    else:
-        figures["exact_share_control"] = None
-        figures["exact_excess"] = None
+    figures, is_copy, reproduced, copy_ctrl = _exact_figures(rel_codes, ori_codes, ctrl_codes)
 
     # distances: released rows in a seeded sample; the original and the control cut to one
     # size m for the holdout share, searched in seeded reference samples of them, and every
@@ -194,29 +231,11 @@ def copies(original: Any, released: Any, control: Any = None, *,
         figures.update({"holdout_share": share, "holdout_share_ci_low": ci[0],
                         "holdout_share_ci_high": ci[1], "holdout_p_value": pval})
     else:
-        reason = ("needs a control table (records held out of the data the release was made "
-                  "from): without it closeness to the original cannot be told from closeness "
-                  "to the population")
-        for name in ("dcr_control_p01", "dcr_control_p05", "dcr_control_p25",
-                     "dcr_control_median", "nndr_control_median", "holdout_share",
-                     "holdout_share_ci_low", "holdout_share_ci_high", "holdout_p_value"):
-            figures[name] = None
-            unavailable[name] = reason
-        warnings.append("no control table: the holdout share and the control baselines are "
-                        "not available")
+        _without_control(figures, unavailable, warnings)
     figures.update({"n_compared": int(n_cmp), "n_reference": int(n_ref),
                     "n_holdout_size": int(m)})
 
-    finite = dcr_o[np.isfinite(dcr_o)]
-    if dcr_c is not None:
-        finite = np.concatenate([finite, dcr_c[np.isfinite(dcr_c)]])
-    top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-    edges = np.linspace(0.0, top, bins + 1)
-    details["dcr_histogram"] = {
-        "edges": edges.tolist(),
-        "original": np.histogram(dcr_o[np.isfinite(dcr_o)], edges)[0].tolist(),
-        "control": (np.histogram(dcr_c[np.isfinite(dcr_c)], edges)[0].tolist()
-                    if dcr_c is not None else None)}
+    details["dcr_histogram"] = _histogram(dcr_o, dcr_c, bins)
     details["counts"] = {"released": int(released.n), "original": int(original.n),
                          "control": None if control is None else int(control.n),
                          "exact_copies": int(is_copy.sum()),

@@ -74,50 +74,15 @@ class SudaScores:
     subsets_examined: int
 
 
-def suda2(
-    codes: np.ndarray,
-    keys: tuple[str, ...] | list[str] | None = None,
-    *,
-    original_scores: bool = True,
-    dis_fraction: float = DEFAULT_DIS_FRACTION,
-    max_msu_size: int | None = None,
-) -> SudaScores:
-    """Minimal sample uniques of every record, SUDA scores and DIS-SUDA (docs/measures.md 3.6).
-
-    Args:
-        codes: (n, m) integer codes of the key variables, -1 where missing.
-        keys: names of the m key variables (for the contributions).
-        original_scores: Elliot's weights (True, sdcMicro's default) or the legacy IHSN ones.
-        dis_fraction: the sampling fraction used by DIS-SUDA (sdcMicro's ``DisFraction``).
-        max_msu_size: search MSUs up to this size only (default: all sizes, as sdcMicro).
-
-    Returns:
-        SudaScores.
-    """
-    codes = np.asarray(codes)
-    n, m = codes.shape
-    keys = tuple(keys) if keys is not None else tuple(f"key{j}" for j in range(m))
-    if len(keys) != m:
-        raise ValueError("one name per key column is needed")
-    if m == 0 or n == 0:
-        raise ConfigError("SUDA2 needs at least one key variable and one record")
-    M = max(m, 3)
-    kmax = M if max_msu_size is None else int(max_msu_size)
-    if kmax < 1:
-        raise ConfigError(f"max_msu_size must be >= 1, got {max_msu_size}")
-    w = msu_weights(M, original_scores)
-
-    # 1. merge identical full keys (missing is a value here); counts capped at 2
-    cid, u = group_rows(codes)
-    count = np.bincount(cid, minlength=u)
-    rep = np.empty(u, dtype=np.int64)
-    rep[cid] = np.arange(n)
-    combos = codes[rep].astype(np.int64)
-    cap = np.minimum(count, 2).astype(np.float64)
-    candidate = count == 1
+def _msu_search(combos: np.ndarray, cards: np.ndarray, cap: np.ndarray, candidate: np.ndarray,
+                M: int, kmax: int, w: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """SUDA2's search, level by level over key subsets of size 1..kmax: a combination is an
+    MSU on T when it is unique on T and alive on every subset of T (present there and not
+    unique on any smaller subset). Returns each combination's score, its per-key raw scores,
+    its MSU counts by size, and the number of subsets examined."""
+    u, m = combos.shape
     present = combos >= 0
-    cards = combos.max(axis=0, initial=-1) + 1
-
     score_c = np.zeros(u)
     raw_c = np.zeros((u, m))
     msu_c = np.zeros((u, M + 1), dtype=np.int64)
@@ -159,6 +124,52 @@ def suda2(
         prev = cur
         if not prev:
             break
+    return score_c, raw_c, msu_c, examined
+
+
+def suda2(
+    codes: np.ndarray,
+    keys: tuple[str, ...] | list[str] | None = None,
+    *,
+    original_scores: bool = True,
+    dis_fraction: float = DEFAULT_DIS_FRACTION,
+    max_msu_size: int | None = None,
+) -> SudaScores:
+    """Minimal sample uniques of every record, SUDA scores and DIS-SUDA (docs/measures.md 3.6).
+
+    Args:
+        codes: (n, m) integer codes of the key variables, -1 where missing.
+        keys: names of the m key variables (for the contributions).
+        original_scores: Elliot's weights (True, sdcMicro's default) or the legacy IHSN ones.
+        dis_fraction: the sampling fraction used by DIS-SUDA (sdcMicro's ``DisFraction``).
+        max_msu_size: search MSUs up to this size only (default: all sizes, as sdcMicro).
+
+    Returns:
+        SudaScores.
+    """
+    codes = np.asarray(codes)
+    n, m = codes.shape
+    keys = tuple(keys) if keys is not None else tuple(f"key{j}" for j in range(m))
+    if len(keys) != m:
+        raise ValueError("one name per key column is needed")
+    if m == 0 or n == 0:
+        raise ConfigError("SUDA2 needs at least one key variable and one record")
+    M = max(m, 3)
+    kmax = M if max_msu_size is None else int(max_msu_size)
+    if kmax < 1:
+        raise ConfigError(f"max_msu_size must be >= 1, got {max_msu_size}")
+    w = msu_weights(M, original_scores)
+
+    # 1. merge identical full keys (missing is a value here); counts capped at 2
+    cid, u = group_rows(codes)
+    count = np.bincount(cid, minlength=u)
+    rep = np.empty(u, dtype=np.int64)
+    rep[cid] = np.arange(n)
+    combos = codes[rep].astype(np.int64)
+    cap = np.minimum(count, 2).astype(np.float64)
+    cards = combos.max(axis=0, initial=-1) + 1
+
+    score_c, raw_c, msu_c, examined = _msu_search(combos, cards, cap, count == 1, M, kmax, w)
 
     # 2. back to records (duplicated keys have no MSU)
     score = score_c[cid]

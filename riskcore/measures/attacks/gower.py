@@ -364,7 +364,9 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
     """:func:`nearest_distances`' search: ``cn`` (metrics, rows, columns) sorted by group,
     then NaN-ness and value of column ``s``; group g's rows are starts[g]:starts[g+1], its NaN
     rows from nan_starts[g]. A metric with ``squared`` sums squared differences and weighs a
-    mismatch 2."""
+    mismatch 2. One function on purpose: numba compiles it as one loop nest, and the pruning
+    bounds it keeps across groups would be arguments and calls in the innermost loop if it
+    were split."""
     k, nq, p = qn.shape
     n_groups, q = keys.shape
     inf = np.inf

@@ -256,3 +256,16 @@ def api_url() -> str:
                           "PREFECT_API_URL=http://127.0.0.1:4200/api)")
     check_api(url)
     return str(url)
+
+
+def process_seconds() -> float | None:
+    """Wall seconds since this process started (Linux's /proc; None elsewhere): what a user
+    waited for, imports and start-up included."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None

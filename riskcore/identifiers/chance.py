@@ -26,7 +26,7 @@ and a column of product codes written in an SSN's groups still passes at chance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: the binomial tail below which a column passes a kind's checks beyond chance
@@ -76,3 +76,37 @@ class Evidence:
         return {"candidates": self.candidates, "valid": self.valid,
                 "chance": round(self.chance, 6), "written": self.written,
                 "written_valid": self.written_valid, "sampled": self.sampled}
+
+
+@dataclass
+class Tally:
+    """One kind's running counts over the values read (summed chance; the positions of the
+    values with a valid candidate when ``keep`` is asked), made :class:`Evidence` at the end."""
+
+    candidates: int = 0
+    valid: int = 0
+    written: int = 0
+    written_valid: int = 0
+    chance: float = 0.0
+    valid_values: list[int] = field(default_factory=list)
+
+    def add(self, valid: bool, written: bool, written_valid: bool, p0: float,
+            position: int | None = None) -> None:
+        """One value read: its candidates hold a valid one, one written the kind's way, one
+        written so and valid; ``p0`` the chance that random candidates like these are."""
+        self.candidates += 1
+        self.valid += valid
+        self.written += written
+        self.written_valid += written_valid
+        self.chance += p0
+        if valid and position is not None:
+            self.valid_values.append(position)
+
+    def evidence(self, sampled: bool, named: bool, informative_below: float = 1.0
+                 ) -> Evidence:
+        """The counts as evidence; bare candidates count only in a column ``named`` for the
+        kind."""
+        mean = self.chance / self.candidates if self.candidates else 0.0
+        bare = (self.candidates, self.valid) if named else (0, 0)
+        return Evidence(*bare, mean, self.written, self.written_valid, sampled,
+                        informative_below=informative_below)

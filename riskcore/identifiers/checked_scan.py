@@ -19,13 +19,13 @@ row is marked, said in the finding).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from .chance import Evidence
+from .chance import Evidence, Tally
 from .checked import CheckedKind, checked_kinds, grouping
 from .checked import chance as kind_chance
 from .shapes import MAX_COMPACT, Shape, windows
@@ -73,16 +73,6 @@ def prefilter_re2() -> str:
     return "|".join([six, *(f"(?i)(?:^|[^0-9A-Za-z]){p}(?:$|[^0-9A-Za-z])" for p in few)])
 
 
-@dataclass
-class _Tally:
-    candidates: int = 0
-    valid: int = 0
-    written: int = 0
-    written_valid: int = 0
-    chance: float = 0.0
-    valid_values: list[int] = field(default_factory=list)
-
-
 def read_value(value: str, only: CheckedKind | None = None,
                skip: frozenset[CheckedKind] | set[CheckedKind] = frozenset()
                ) -> dict[CheckedKind, tuple[bool, bool, bool, float]]:
@@ -122,23 +112,16 @@ class KindHits:
     valid_share: float = 1.0
 
 
-def _tally(texts: Sequence[str], positions: np.ndarray) -> dict[CheckedKind, _Tally]:
+def _tally(texts: Sequence[str], positions: np.ndarray) -> dict[CheckedKind, Tally]:
     """Each kind's counts over the values read. A kind whose candidates so far pass its
     checks far below the midpoint (:func:`_hopeless`) is read further only where a value is
     written the kind's way: bare, its verdict cannot change, and stdnum's validators cost
     some 20 microseconds a call."""
-    tallies: dict[CheckedKind, _Tally] = {}
+    tallies: dict[CheckedKind, Tally] = {}
     stopped: set[CheckedKind] = set()
     for n, (pos, text) in enumerate(zip(positions.tolist(), texts), start=1):
         for kind, (valid, written, written_valid, p0) in read_value(text, skip=stopped).items():
-            t = tallies.setdefault(kind, _Tally())
-            t.candidates += 1
-            t.valid += valid
-            t.written += written
-            t.written_valid += written_valid
-            t.chance += p0
-            if valid:
-                t.valid_values.append(pos)
+            tallies.setdefault(kind, Tally()).add(valid, written, written_valid, p0, pos)
         if n % STOP_EVERY == 0:
             stopped.update(k for k, t in tallies.items() if k not in stopped and _hopeless(t))
     return tallies
@@ -150,7 +133,7 @@ STOP_EVERY = 100
 STOP_AFTER = 200
 
 
-def _hopeless(t: _Tally) -> bool:
+def _hopeless(t: Tally) -> bool:
     """A kind's candidates so far pass its checks so rarely that even the upper end of a
     wide interval around the share is below the midpoint between codes and identifiers:
     bare candidates cannot find it."""
@@ -191,9 +174,7 @@ def scan_checked(arrow: Any, strings: Any, column: str) -> list[KindHits]:
     out: list[KindHits] = []
     found: dict[CheckedKind, Evidence] = {}
     for kind, t in tallies.items():
-        bare = (t.candidates, t.valid) if kind.named_in(column) else (0, 0)
-        evidence = Evidence(*bare, t.chance / t.candidates, t.written, t.written_valid,
-                            sampled)
+        evidence = t.evidence(sampled, kind.named_in(column))
         if evidence.found:
             found[kind] = evidence
     for kind in _written_alike(found, tallies):
@@ -215,7 +196,7 @@ def scan_checked(arrow: Any, strings: Any, column: str) -> list[KindHits]:
     return out
 
 
-def _written_alike(found: dict[CheckedKind, Evidence], tallies: dict[CheckedKind, _Tally]
+def _written_alike(found: dict[CheckedKind, Evidence], tallies: dict[CheckedKind, Tally]
                    ) -> list[CheckedKind]:
     """The kinds found, less those found on the same values as a kind written more often
     (see :func:`scan_checked`)."""

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .chance import Evidence
+from .chance import Evidence, Tally
 
 #: the regions whose national forms are scanned by default: the EU's 27, the United
 #: Kingdom, the United States, Canada, Brazil, India, Australia, Switzerland, Norway,
@@ -207,22 +207,7 @@ def _chance(region: str | None, length: int, lead: str) -> float:
     return (passed + 1) / (tried + 2)
 
 
-@dataclass
-class _Tally:
-    candidates: int = 0
-    valid: int = 0
-    written: int = 0
-    written_valid: int = 0
-    chance: float = 0.0
-
-    def evidence(self, sampled: bool, named: bool) -> Evidence:
-        mean = self.chance / self.candidates if self.candidates else 0.0
-        bare = (self.candidates, self.valid) if named else (0, 0)
-        return Evidence(*bare, mean, self.written, self.written_valid, sampled,
-                        informative_below=INFORMATIVE_BELOW)
-
-
-def read_value(value: str, regions: Sequence[str], tallies: dict[str, _Tally] | None
+def read_value(value: str, regions: Sequence[str], tallies: dict[str, Tally] | None
                ) -> set[str]:
     """The regions (and :data:`INTERNATIONAL`) for which ``value`` holds a valid number;
     each candidate window tallied in ``tallies`` when given (``written`` counts the values
@@ -250,11 +235,7 @@ def read_value(value: str, regions: Sequence[str], tallies: dict[str, _Tally] | 
                 found.add(key)
     if tallies is not None:
         for key, (valid, written, p0) in seen.items():
-            t = tallies.setdefault(key, _Tally())
-            t.candidates += 1
-            t.valid += valid
-            t.chance += p0
-            t.written_valid += written
+            tallies.setdefault(key, Tally()).add(valid, False, written, p0)
     return found
 
 
@@ -264,7 +245,7 @@ def phone_evidence(values: Sequence[str], regions: Sequence[str], sampled: bool,
     module doc). Numbers written as a region writes them are weighed against every value
     written in groups (or with a +) at all: a region's plausible numbers may be all but its
     valid ones (Iceland's ``38x xxx xxx``), so its own candidates are no yardstick."""
-    tallies: dict[str, _Tally] = {}
+    tallies: dict[str, Tally] = {}
     grouped = plus = 0
     for value in values:
         read_value(value, regions, tallies)
@@ -274,7 +255,7 @@ def phone_evidence(values: Sequence[str], regions: Sequence[str], sampled: bool,
     for key, t in tallies.items():
         t.written = plus if key == INTERNATIONAL else grouped
     named = bool(NAMED_FOR_PHONES.search(column))
-    return {key: t.evidence(sampled, named) for key, t in tallies.items()}
+    return {key: t.evidence(sampled, named, INFORMATIVE_BELOW) for key, t in tallies.items()}
 
 
 def found_regions(evidence: dict[str, Evidence]) -> list[str]:

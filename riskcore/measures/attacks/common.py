@@ -13,6 +13,7 @@ from ...errors import ConfigError, InputError
 from ...results import MeasureResult
 from ...roles import Roles
 from ...stats import Rate, privacy_risk, rate_figures
+from ..family import MeasureFamily
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -140,3 +141,14 @@ def attack_alarm(result: MeasureResult) -> str | None:
         return (f"{result.measure}: the attack succeeds far beyond chance (risk interval above "
                 f"{low:.3g})")
     return None
+
+
+def attack_family(**declared: Any) -> MeasureFamily:
+    """An attack family in anonymeter's mould (singling out, linkability, inference): what
+    the three share (the attacks' section, the original needed, the control read as chance's
+    yardstick, figures that depend on how columns are read, the attacks' alarm, and
+    :func:`attack_figures` unless it declares its own) with what the family declares."""
+    shared: dict[str, Any] = {"section": "attacks", "needs": ("original",),
+                              "reads": ("control",), "distance": True, "alarm": attack_alarm,
+                              "figures": lambda p, roles: attack_figures()}
+    return MeasureFamily(**{**shared, **declared})

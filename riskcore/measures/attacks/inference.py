@@ -24,10 +24,10 @@ from ...errors import ConfigError
 from ...results import MeasureResult
 from ...roles import Roles
 from ...stats import privacy_risk, wilson
-from ..family import MeasureFamily, MeasureInputs, Params
+from ..family import MeasureInputs, Params
 from .common import (
     DEFAULT_N_ATTACKS,
-    attack_alarm,
+    attack_family,
     attack_figures,
     attack_result,
     check_attack_columns,
@@ -210,19 +210,14 @@ def _figures(params: InferenceParams, roles: Roles) -> dict[str, bool]:
     return out
 
 
-FAMILY = MeasureFamily(
+FAMILY = attack_family(
     name="inference",
     title="Inference",
-    section="attacks",
     params=InferenceParams,
     run=_run,
     figures=_figures,
-    needs=("original",),
-    reads=("control",),
-    distance=True,
     start_up=warm,
     check=_check,
-    alarm=attack_alarm,
     how_to_read=(
         "How often an attacker who knows some columns infers a secret column correctly through "
         "the release, beyond the same attack on control records. Reported per secret; the gate "

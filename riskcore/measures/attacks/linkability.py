@@ -20,11 +20,10 @@ from ...errors import ConfigError
 from ...results import MeasureResult
 from ...roles import Roles
 from ...stats import wilson
-from ..family import MeasureFamily, MeasureInputs, Params
+from ..family import MeasureInputs, Params
 from .common import (
     DEFAULT_N_ATTACKS,
-    attack_alarm,
-    attack_figures,
+    attack_family,
     attack_result,
     check_attack_columns,
     overlap_warning,
@@ -169,19 +168,13 @@ def _run(inputs: MeasureInputs, params: LinkabilityParams) -> MeasureResult:
     return inputs.with_alignment(result, cols)
 
 
-FAMILY = MeasureFamily(
+FAMILY = attack_family(
     name="linkability",
     title="Linkability",
-    section="attacks",
     params=LinkabilityParams,
     run=_run,
-    figures=lambda p, roles: attack_figures(),
-    needs=("original",),
-    reads=("control",),
-    distance=True,
     start_up=warm,
     check=_check,
-    alarm=attack_alarm,
     how_to_read=(
         "How often the release lets an attacker link two halves of a person's record (two "
         "disjoint column sets) beyond what chance and the control records give."),

@@ -47,11 +47,10 @@ from ...results import MeasureResult
 from ...roles import Roles
 from ...stats import wilson
 from ...threads import in_chunks
-from ..family import MeasureFamily, MeasureInputs, Params, compared_columns
+from ..family import MeasureInputs, Params, compared_columns
 from .common import (
     DEFAULT_N_ATTACKS,
-    attack_alarm,
-    attack_figures,
+    attack_family,
     attack_result,
     check_attack_columns,
     dedup_rows,
@@ -650,19 +649,13 @@ def _run(inputs: MeasureInputs, params: SinglingOutParams) -> MeasureResult:
     return inputs.with_alignment(result, cols)
 
 
-FAMILY = MeasureFamily(
+FAMILY = attack_family(
     name="singling_out",
     title="Singling out",
-    section="attacks",
     params=SinglingOutParams,
     run=_run,
-    figures=lambda p, roles: attack_figures(),
-    needs=("original",),
-    reads=("control",),
-    distance=True,
     start_up=_start_up,
     check=_check,
-    alarm=attack_alarm,
     how_to_read=(
         "The share of attempts in which a query built from the release isolates exactly one "
         "original record, corrected by the same attack on records that were not used for the "

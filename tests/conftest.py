@@ -281,6 +281,17 @@ POLICY: dict[str, Any] = {
 }
 
 
+def example_text_tables(folder: Path, n: int, seed: int) -> dict[str, pd.DataFrame]:
+    """The example generator's original and released tables, every cell as written (text,
+    no missing-value parsing): what a scan of published values reads."""
+    from riskcore.examples import write_example
+
+    files = write_example(folder, n=n, seed=seed)
+    read: dict[str, Any] = {"dtype": str, "keep_default_na": False}
+    return {"original": pd.read_csv(files["original"], **read),
+            "released": pd.read_csv(files["released"], **read)}
+
+
 def gate_config(original: str, released: str, output: str, **extra: Any) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "release_id": "itest",

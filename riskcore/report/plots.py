@@ -9,7 +9,7 @@ never reach a plot (only counts, rates and column names).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from markupsafe import Markup
@@ -292,16 +292,10 @@ def alc_scatter(plot_id: str, title: str,
     return _figure(plot_id, title, frame, "".join(body), caption)
 
 
-def pr_curves(plot_id: str, title: str,
-              series: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
-              r_min: float = 1e-4, width: int = 300, height: int = 220,
-              caption: str | None = None) -> Markup:
-    """Precision against recall (log axis) for the attack and the baseline of one ALC attack."""
-    frame = Frame(width, height, left=44, right=10, top=12, bottom=56)
-    lo = min([r for _, rs, _ in series for r in rs if r > 0] + [1.0])
-    lo = max(min(lo, 0.1), r_min)
-    e0 = math.floor(math.log10(lo))
-
+def _log_axes(frame: Frame, e0: int, ticks: Sequence[float]
+              ) -> tuple[Callable[[float], float], Callable[[float], float], list[str]]:
+    """A rate (log, 10^e0 to 1) against a share (0 to 1): the two scales and the grid, with
+    a label at each power of ten and each of ``ticks``."""
     def sx(r: float) -> float:
         r = max(r, 10.0 ** e0)
         return frame.x0 + (frame.x1 - frame.x0) * (math.log10(r) - e0) / (0 - e0)
@@ -315,11 +309,24 @@ def pr_curves(plot_id: str, title: str,
         body.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{_f(frame.y1)}" y2="{_f(frame.y0)}" '
                     f'stroke="{GRID}"/>')
         body.append(_text(x, frame.y0 + 14, f"{10.0 ** e:g}", size=10, colour=MUTED))
-    for t in (0.0, 0.5, 1.0):
+    for t in ticks:
         body.append(f'<line x1="{_f(frame.x0)}" x2="{_f(frame.x1)}" y1="{_f(sy(t))}" '
                     f'y2="{_f(sy(t))}" stroke="{GRID}"/>')
         body.append(_text(frame.x0 - 6, sy(t) + 4, f"{t:g}", anchor="end", size=10,
                           colour=MUTED))
+    return sx, sy, body
+
+
+def pr_curves(plot_id: str, title: str,
+              series: Sequence[tuple[str, Sequence[float], Sequence[float]]], *,
+              r_min: float = 1e-4, width: int = 300, height: int = 220,
+              caption: str | None = None) -> Markup:
+    """Precision against recall (log axis) for the attack and the baseline of one ALC attack."""
+    frame = Frame(width, height, left=44, right=10, top=12, bottom=56)
+    lo = min([r for _, rs, _ in series for r in rs if r > 0] + [1.0])
+    lo = max(min(lo, 0.1), r_min)
+    e0 = math.floor(math.log10(lo))
+    sx, sy, body = _log_axes(frame, e0, (0.0, 0.5, 1.0))
     for name, recalls, precisions in series:
         colour = SERIES.get(name, INK)
         pts = sorted(zip(recalls, precisions))
@@ -360,25 +367,7 @@ def roc_curves(plot_id: str, title: str,
     ``point`` (FPR, TPR) marks the test the audit counted."""
     frame = Frame(width, height, left=44, right=10, top=12, bottom=70)
     e0 = math.floor(math.log10(fpr_min))
-
-    def sx(r: float) -> float:
-        r = max(r, 10.0 ** e0)
-        return frame.x0 + (frame.x1 - frame.x0) * (math.log10(r) - e0) / (0 - e0)
-
-    def sy(p: float) -> float:
-        return frame.y0 - (frame.y0 - frame.y1) * min(max(p, 0.0), 1.0)
-
-    body = []
-    for e in range(e0, 1):
-        x = sx(10.0 ** e)
-        body.append(f'<line x1="{_f(x)}" x2="{_f(x)}" y1="{_f(frame.y1)}" y2="{_f(frame.y0)}" '
-                    f'stroke="{GRID}"/>')
-        body.append(_text(x, frame.y0 + 14, f"{10.0 ** e:g}", size=10, colour=MUTED))
-    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
-        body.append(f'<line x1="{_f(frame.x0)}" x2="{_f(frame.x1)}" y1="{_f(sy(t))}" '
-                    f'y2="{_f(sy(t))}" stroke="{GRID}"/>')
-        body.append(_text(frame.x0 - 6, sy(t) + 4, f"{t:g}", anchor="end", size=10,
-                          colour=MUTED))
+    sx, sy, body = _log_axes(frame, e0, (0.0, 0.25, 0.5, 0.75, 1.0))
     chance = " ".join(f"{_f(sx(10.0 ** (e0 + i * (0 - e0) / 40)))},"
                       f"{_f(sy(10.0 ** (e0 + i * (0 - e0) / 40)))}" for i in range(41))
     body.append(f'<polyline points="{chance}" fill="none" stroke="{MUTED}" '

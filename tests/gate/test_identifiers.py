@@ -21,6 +21,7 @@ from riskcore.identifiers import kind_titles, scan_column
 from riskcore.identifiers.checked import checked_kinds
 from riskcore.identifiers.patterns import ip_address
 from riskcore.identifiers.phones import DEFAULT_REGIONS, read_value
+from tests.conftest import example_text_tables
 
 
 def luhn(digits: str) -> bool:
@@ -37,12 +38,7 @@ N = 2000
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> dict[str, pd.DataFrame]:
-    from riskcore.examples import write_example
-
-    files = write_example(tmp_path_factory.mktemp("ids-base"), n=N, seed=8)
-    read = {"dtype": str, "keep_default_na": False}
-    return {"original": pd.read_csv(files["original"], **read),
-            "released": pd.read_csv(files["released"], **read)}
+    return example_text_tables(tmp_path_factory.mktemp("ids-base"), N, 8)
 
 
 def _luhn_number(rng: np.random.Generator, prefix: str = "4") -> str:

@@ -15,18 +15,14 @@ import pytest
 from riskcore.gate.config import load_gate
 from riskcore.gate.partitioned_steps import PartitionedSteps
 from riskcore.gate.run import LocalSteps, run_gate
+from tests.conftest import example_text_tables
 
 N = 2000
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> dict[str, pd.DataFrame]:
-    from riskcore.examples import write_example
-
-    files = write_example(tmp_path_factory.mktemp("published-base"), n=N, seed=11)
-    read = {"dtype": str, "keep_default_na": False}
-    return {"original": pd.read_csv(files["original"], **read),
-            "released": pd.read_csv(files["released"], **read)}
+    return example_text_tables(tmp_path_factory.mktemp("published-base"), N, 11)
 
 
 def _write(df: pd.DataFrame, path: Path, form: str) -> Path:

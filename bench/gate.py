@@ -180,15 +180,41 @@ def concurrency(api: str, folder: Path, runs: Path) -> dict:
             "codes": f"{sorted(set(serial))} / {sorted(set(parallel))}"}
 
 
+def family_seconds(config: Path) -> list[tuple[str, float]]:
+    """Each family's own seconds on the config's tables, one after another in this process
+    (the tables loaded and encoded once, as the gate does; each family warmed first, as the
+    gate's start-up does beside the loading), largest first: which family takes what."""
+    from riskcore.gate.config import load_gate
+    from riskcore.gate.encoding import encode_measured
+    from riskcore.gate.run import LocalSteps
+    from riskcore.measures import BY_NAME, run_measure
+
+    gate = load_gate(str(config))
+    frames, _ = LocalSteps().load(gate, {})
+    inputs = encode_measured(gate, frames)
+    out = []
+    for name, params in gate.measures.items():
+        if BY_NAME[name].start_up is not None:
+            BY_NAME[name].start_up()  # type: ignore[misc]
+        t0 = time.perf_counter()
+        run_measure(name, inputs, params)
+        out.append((name, time.perf_counter() - t0))
+    return sorted(out, key=lambda x: -x[1])
+
+
 def main() -> None:
     from riskgate.flows.local_api import private_server
 
+    only = {int(a) for a in sys.argv[1:] if a.isdigit()}  # rows to run (default: every case)
     OUT.mkdir(parents=True, exist_ok=True)
     data = OUT / "gate-data"
     runs = OUT / "gate-runs"
     rows, record = [], {}
     with private_server(home=str(OUT / "gate-prefect-home")) as api:
         for n, fmt, families in CASES:
+            if only and n not in only:
+                continue
+            load = os.getloadavg()[0]
             folder = data / f"{n}"
             make_data(n, folder)
             config = gate_config(folder, fmt, runs, families)
@@ -210,11 +236,19 @@ def main() -> None:
                          f"{prefect:.2f}", f"{wall:.2f}", f"{work:.2f}", f"{limit:.2f}",
                          f"{work / limit:.1f}x", f"{wall / limit:.1f}x", f"{rss_mb:,.0f}",
                          f"{enc_mb:,.0f}",
-                         f"{rss_mb / enc_mb:.1f}x"])
+                         f"{rss_mb / enc_mb:.1f}x", f"{load:.2f}"])
             record[f"{n}/{fmt}/{families}"] = {"wall_s": wall, "timings": t, "prefect_s": prefect,
                                     "limit_s": limit, "data_work_s": work, "peak_rss_mb": rss_mb,
                                     "encoded_mb": enc_mb, "exit_code": rc}
-        conc = concurrency(api, data / "6000", runs)
+        conc = concurrency(api, data / "6000", runs) if not only or 6000 in only else None
+    every = [c for c in CASES if c[2] == "all" and (not only or c[0] in only)]
+    for n, fmt, _ in every:  # which family takes what, largest first
+        per = family_seconds(gate_config(data / f"{n}", fmt, runs, "all"))
+        rows_f = [[name, f"{sec:.2f}"] for name, sec in per]
+        text_f = print_table(f"every family of the example config at {n:,} rows, {fmt}: each "
+                             f"one's seconds alone (load {os.getloadavg()[0]:.2f}; target: "
+                             "all within 4 s of data work)", ["family", "seconds"], rows_f)
+        record[f"families/{n}"] = dict(per)
     text = print_table(
         "the gate per stage (seconds; gx start = what the checks waited for Great "
         "Expectations' one-off import in its helper process; each stage is the span of its "
@@ -227,8 +261,13 @@ def main() -> None:
          "beside", "measures", "task runs",
          "prefect",
          "wall", "data work", "limit", "data work/limit", "wall/limit", "peak RSS MB",
-         "encoded MB", "RSS/encoded"],
+         "encoded MB", "RSS/encoded", "load"],
         rows)
+    if every:
+        text += "\n" + text_f
+    if conc is None:
+        (OUT / "gate.txt").write_text(text + "\n")
+        return
     text += "\n" + print_table(
         f"{CONCURRENT} gates of the example's size (6,000 rows, every family) on one machine: "
         "at once against one after another (wall seconds; target: throughput at once at "

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .arrays import unique
 from .roles import MissingPolicy
 from .stats import normal_sf
 
@@ -318,7 +319,7 @@ def frequencies(
         return ClassFrequencies(
             class_id=class_id, fk=fk_class[class_id], Fk=F_class[class_id], class_size=f0,
             class_population=F_class, class_fk=fk_class, population=PopulationSource.TABLE,
-            population_classes=int(np.unique(pop_ids).size), population_records=float(len(pop_ids)),
+            population_classes=int(unique(pop_ids).size), population_records=float(len(pop_ids)),
             quasi_identifiers=qis, missing=missing, alpha=alpha,
         )
 

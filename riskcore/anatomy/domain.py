@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..alignment import map_intervals, map_mask, text_labels
+from ..arrays import unique
 from ..data import distinct, looks_numeric, number_series
 from ..generalization import parse_interval
 from .reading import marker_candidates
@@ -282,8 +283,8 @@ def learn_labels(dom: ColumnDomain, original_rows: np.ndarray, released_rows: np
     for t, c in dom.codes.items():
         if t != "released":
             codes[t] = np.where(c >= 0, lookup[np.maximum(c, 0)], c)
-    n_orig = int(np.unique(dom.codes["original"][dom.codes["original"] >= 0]).size)
-    n_rel = int(np.unique(good["r"]).size)
+    n_orig = int(unique(dom.codes["original"][dom.codes["original"] >= 0]).size)
+    n_rel = int(unique(good["r"]).size)
     return replace(dom, how="learned", codes=codes, kept_share=_kept_share(codes),
                    detail={"merged": n_orig, "into": n_rel,
                            "_map": {int(o): int(r) for o, r in zip(good["o"], good["r"])}})

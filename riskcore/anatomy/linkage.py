@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arrays import unique
 from ..equivalence import group_rows
 from .domain import ColumnDomain
 
@@ -234,8 +235,8 @@ def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
     if not found_q:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     n_o = original.codes.shape[0]
-    pair = np.unique(np.concatenate(found_q).astype(np.int64) * n_o
-                     + np.concatenate(found_o).astype(np.int64))
+    pair = unique(np.concatenate(found_q).astype(np.int64) * n_o
+                  + np.concatenate(found_o).astype(np.int64))
     return rows[pair // n_o], pair % n_o
 
 

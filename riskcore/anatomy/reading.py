@@ -181,25 +181,38 @@ def read_columns(frames: Mapping[str, pd.DataFrame], names: Sequence[str],
 #: tokens that survey and statistical tools write for "missing" (checked per column)
 MARKER_CANDIDATES = ("N", "NA", "N/A", "?", ".", "-", "--", "*", "missing", "unknown",
                      "-9", "-99", "-999", "-8", "-7")
+#: the negative codes among them, as integers
+NEGATIVE_CODES = np.array([int(m) for m in MARKER_CANDIDATES if m.lstrip("-").isdigit()])
 
 
 def marker_candidates(series: pd.Series) -> tuple[str, ...]:
     """Tokens among a column's values that mean missing: every other value is a number (a
     numeric column with ``N`` or ``?`` in it), or a negative code in a column of non-negative
-    numbers (``-9`` beside ages). Each distinct value is looked at once."""
-    values = pd.Series(np.asarray(used_values(series), dtype=object)).map(
-        lambda v: v.strip() if isinstance(v, str) else str(v))
-    if values.empty:
+    numbers (``-9`` beside ages). Each distinct value is looked at once, as column arrays."""
+    used = used_values(series)
+    if len(used) == 0:
         return ()
+    if pd.api.types.is_float_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        return ()  # a float is written -9.0, never a marker token
+    if pd.api.types.is_integer_dtype(series.dtype):
+        numbers = np.asarray(used, dtype=np.int64)
+        marked = np.isin(numbers, NEGATIVE_CODES)
+        rest = numbers[~marked]
+        if not marked.any() or not rest.size or int(rest.min()) < 0:
+            return ()
+        return tuple(sorted(str(v) for v in np.unique(numbers[marked])))
+    values = pd.Series(np.asarray(used, dtype=object)).astype(str).str.strip()
     is_number = values.str.match(NUMBER_PATTERN).to_numpy(dtype=bool)
     candidates = set(MARKER_CANDIDATES)
     in_set = values.isin(candidates).to_numpy()
     if (~is_number & ~in_set).any() or not is_number.any():
         return ()
     text_markers = sorted(set(values[~is_number & in_set]))
-    numbers = pd.to_numeric(values[is_number], errors="coerce")
-    negative = sorted(str(v) for v, x in zip(values[is_number], numbers)
-                      if v in candidates and x < 0)
-    rest = numbers[~values[is_number].isin(negative)]
-    negative_markers = negative if len(rest) and float(rest.min()) >= 0 else []
+    numbers = pd.to_numeric(values[is_number], errors="coerce").to_numpy(dtype=float)
+    marked = in_set[is_number] & (numbers < 0)
+    negative = sorted(set(values[is_number][marked]))
+    rest = numbers[~marked]
+    negative_markers = negative if rest.size and float(np.nanmin(rest)) >= 0 else []
     return tuple(text_markers) + tuple(negative_markers)
+
+

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..anatomy.reading import ColumnReading, read_column
+from ..arrays import unique
 from ..data import (
     NUMBER_PATTERN,
     ColumnType,
@@ -578,7 +579,7 @@ def _identifier_checks(frames: Mapping[str, pd.DataFrame], roles: Roles, rules: 
             by_column.setdefault(f.column, []).append(f)
         n = len(frames[table])
         for col, found in by_column.items():
-            rows = np.unique(np.concatenate([f.rows for f in found]))
+            rows = unique(np.concatenate([f.rows for f in found]))
             kinds = ", ".join(f.kind for f in found)
             out.append(CheckResult(
                 table=table, check=IDENTIFIER_CHECK, column=col, success=False,

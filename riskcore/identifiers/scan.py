@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..arrays import unique
 from ..data import distinct
 from .checked import checked_kinds
 from .checked_scan import scan_checked
@@ -258,7 +259,7 @@ class IdentifierScan:
     def rows(self, table: str = "released") -> np.ndarray:
         """The rows of ``table`` that hold a failing identifier."""
         parts = [f.rows for f in self.findings if f.table == table and self.failing(f)]
-        return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+        return unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
 
     def to_dict(self) -> dict[str, Any]:
         return {"threshold": self.threshold, "regions": list(self.regions),

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ...arrays import unique
 from ...errors import ConfigError, InputError
 from ...results import to_jsonable
 from ...threads import current_limit, model_threads, thread_budget, tree_threads
@@ -364,7 +365,7 @@ def _block_baseline(data: ALCData, secret: str, known: Sequence[str], block: np.
     train_mask = np.ones(data.n[t], dtype=bool)
     train_mask[block] = False
     if data.household is not None:
-        hh = np.unique(data.household[block])
+        hh = unique(data.household[block])
         train_mask &= ~np.isin(data.household, hh[hh >= 0])
     train_mask &= sec >= 0
     train = np.flatnonzero(train_mask)

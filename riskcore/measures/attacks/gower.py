@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import progress
+from ...arrays import unique
 from ...compiled import compiled
 from ...threads import in_chunks
 
@@ -279,7 +280,7 @@ def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
     # the walk's column: the numeric one with the most distinct values (on a sample of rows)
     # prunes most
     look = cn[:: max(1, m // 10_000)]
-    sort_col = int(np.argmax([np.unique(look[:, c]).size for c in range(p)])) if p else 0
+    sort_col = int(np.argmax([unique(look[:, c]).size for c in range(p)])) if p else 0
     first = cn[:, sort_col] if p else np.zeros(m)
     nan_first = np.isnan(first)
     # by group, then the column's value, missing last: two stable sorts (a lexsort of a

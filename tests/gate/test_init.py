@@ -185,3 +185,23 @@ def test_init_never_writes_over_a_file(tables, tmp_path, capsys):
     assert code == 3 and "exist already; riskgate init never writes over a config" in said
     assert (tmp_path / "gate.yaml").read_text() == "mine\n"
     assert not (tmp_path / "policy.yaml").exists()
+
+
+def test_columns_named_like_demographics_are_quasi_identifiers_whatever_their_values():
+    """A 5-digit zip with leading zeros (400 values) and an exact birth date (2,000 values)
+    are what an attacker knows best: quasi-identifiers, however many values they have (the
+    hardening round found them left out as "not a role")."""
+    from riskcore.gate.init import profile, propose
+
+    rng = np.random.default_rng(8)
+    n = 4000
+    original = pd.DataFrame({
+        "zip": [f"{z:05d}" for z in rng.integers(1000, 1400, n)],
+        "birth_date": (pd.Timestamp("1940-01-01") + pd.to_timedelta(
+            rng.integers(0, 2000, n), unit="D")).strftime("%Y-%m-%d"),
+        "sex": rng.choice(["F", "M"], n), "diagnosis": rng.choice(list("abcd"), n)})
+    released = original.sample(frac=0.9, random_state=1).reset_index(drop=True)
+    prop = propose(profile(original, released))
+    assert {"zip", "birth_date", "sex"} <= set(prop.quasi_identifiers), prop.why
+    assert "demographic by its name" in prop.why["zip"]
+    assert "demographic by its name" in prop.why["birth_date"]

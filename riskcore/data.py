@@ -105,6 +105,16 @@ def number_series(series: pd.Series) -> pd.Series:
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
             series.dtype):
         return pd.Series(series.to_numpy(dtype=float, na_value=np.nan), index=series.index)
+    codes, uniques = distinct(series)
+    if not pd.api.types.is_bool_dtype(series.dtype) and len(uniques):
+        # distinct text parsed by Arrow in C++ (as the encoder does), when every value is a
+        # plain finite number; anything else (missing words, infinities) by pandas below
+        text = uniques if isinstance(uniques.array, pd.arrays.ArrowStringArray) else (
+            pd.Index(text_series(np.asarray(uniques, dtype=object)))
+            if pd.api.types.infer_dtype(uniques, skipna=False) == "string" else None)
+        fast = arrow_numbers(text) if text is not None else None
+        if fast is not None and bool(np.isfinite(fast).all()):
+            return pd.Series(_take(fast, codes, np.nan), index=series.index, dtype=float)
     return map_distinct(series, lambda u: u, numeric=True)
 
 

@@ -97,10 +97,9 @@ def config_urls(given: list[str], options: dict[str, Any]) -> list[str]:
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
         configs = [str(p) if protocol in ("file", "local") else f"{protocol}://{p}"
                    for p in found if _is_gate_config(fs, str(p))]
-        if not configs:
-            raise ConfigError(f"--config {redact_text(url)}: a folder with no gate config "
-                              "(a *.yaml or *.yml naming release_id or released); name the "
-                              "config files, or the folder that holds them")
+        if not configs:  # the loader says what is wrong with it, as for one file
+            urls.append(url)
+            continue
         skipped = len(found) - len(configs)
         if skipped:
             console.print(f"{redact_text(url)}: {len(configs)} gate config(s); {skipped} other "

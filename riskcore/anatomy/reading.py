@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..data import NUMBER_PATTERN, number_series, used_values, written_as_code
+from ..data import NUMBER_PATTERN, number_series, text_series, used_values, written_as_code
 from ..roles import ColumnType
 
 #: words of a column's name that make its whole numbers codes
@@ -201,18 +201,22 @@ def marker_candidates(series: pd.Series) -> tuple[str, ...]:
         if not marked.any() or not rest.size or int(rest.min()) < 0:
             return ()
         return tuple(sorted(str(v) for v in np.unique(numbers[marked])))
-    values = pd.Series(np.asarray(used, dtype=object)).astype(str).str.strip()
-    is_number = values.str.match(NUMBER_PATTERN).to_numpy(dtype=bool)
-    candidates = set(MARKER_CANDIDATES)
-    in_set = values.isin(candidates).to_numpy()
+    # text as Arrow strings where every value is one (stripped and matched in C++)
+    values = text_series(np.asarray(used, dtype=object)).str.strip()
+    is_number = values.str.match(NUMBER_PATTERN).to_numpy(dtype=bool, na_value=False)
+    in_set = values.isin(list(MARKER_CANDIDATES)).to_numpy(dtype=bool)
     if (~is_number & ~in_set).any() or not is_number.any():
         return ()
     text_markers = sorted(set(values[~is_number & in_set]))
-    numbers = pd.to_numeric(values[is_number], errors="coerce").to_numpy(dtype=float)
-    marked = in_set[is_number] & (numbers < 0)
-    negative = sorted(set(values[is_number][marked]))
-    rest = numbers[~marked]
-    negative_markers = negative if rest.size and float(np.nanmin(rest)) >= 0 else []
+    # a number below zero is written with a minus: only those are parsed
+    minus = is_number & values.str.startswith("-").to_numpy(dtype=bool, na_value=False)
+    below = np.zeros(values.size, dtype=bool)
+    below[minus] = pd.to_numeric(values[minus], errors="coerce").to_numpy(
+        dtype=float, na_value=np.nan) < 0
+    marked = below & in_set
+    negative = sorted(set(values[marked]))
+    others = is_number & ~marked
+    negative_markers = negative if others.any() and not (below & others).any() else []
     return tuple(text_markers) + tuple(negative_markers)
 
 

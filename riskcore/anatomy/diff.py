@@ -277,10 +277,14 @@ def _learn_labels(doms: dict[str, Any], usable: dict[str, Any], links: Any) -> l
     put in ``doms`` and ``usable``): a column with labels of its own from the rows that link
     well (quality 0.9), a kept column whose labels were partly merged (a hierarchy keeping a
     name) from the rows that link well enough with it (0.7: a column compared in the linkage
-    lowers the quality of the rows it changed), a map consistent over 95 % of them."""
+    lowers the quality of the rows it changed) or that agree on every other column, a map
+    consistent over 95 % of them."""
     learned = []
-    good = (links.original_row >= 0) & (links.quality >= 0.9)
-    fair = (links.original_row >= 0) & (links.quality >= 0.7)
+    linked = links.original_row >= 0
+    good = linked & (links.quality >= 0.9)
+    # rows that link well enough with the column, or that agree on every column compared
+    # but one (on few columns, one merged label takes a row under 0.7)
+    fair = linked & ((links.quality >= 0.7) | (links.agree >= links.compared - 1))
     for c, d in doms.items():
         if not good.any() or d.numbers is not None:
             continue

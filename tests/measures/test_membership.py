@@ -20,12 +20,10 @@ ROLES = Roles(quasi_identifiers=QIS, sensitive=["income", "hours"])
 
 
 def _people(n: int, seed: int) -> pd.DataFrame:
-    r = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": r.integers(18, 90, n), "hours": r.integers(1, 80, n),
-        "income": np.round(r.lognormal(10, 0.6, n), 0),
-        "sex": r.choice(["f", "m"], n), "education": r.choice(list("abcdef"), n),
-        "region": r.choice([f"r{i}" for i in range(12)], n)})
+    """The population bench/membership.py draws its tables from (independent columns)."""
+    from bench.membership import people
+
+    return people(n, seed)
 
 
 def _near_copies(original: pd.DataFrame, synthetic: pd.DataFrame, share: float, seed: int

@@ -272,6 +272,14 @@ def _transforms(doms: Mapping[str, ColumnDomain], kind: str, links: Links,
     return out
 
 
+def _identifying(d: Any) -> bool:
+    """A column with a label for most rows (an id): no hierarchy merges it, and a map
+    "learned" from rows that agree elsewhere would only pair unrelated ids."""
+    codes = d.codes["original"]
+    labels = int(codes.max()) + 1 if codes.size else 0
+    return labels > 0.5 * max(codes.size, 1)
+
+
 def _learn_labels(doms: dict[str, Any], usable: dict[str, Any], links: Any) -> list[str]:
     """Columns whose labels are learned from the rows that link on the others (their map is
     put in ``doms`` and ``usable``): a column with labels of its own from the rows that link
@@ -290,7 +298,7 @@ def _learn_labels(doms: dict[str, Any], usable: dict[str, Any], links: Any) -> l
             continue
         if c not in usable:
             mapped = learn_labels(d, links.original_row[good], np.flatnonzero(good))
-        elif d.how == "kept":
+        elif d.how == "kept" and not _identifying(d):
             mapped = learn_labels(d, links.original_row[fair], np.flatnonzero(fair),
                                   min_share=0.95, merged_only=True)
         else:

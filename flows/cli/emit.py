@@ -12,10 +12,11 @@ from typing import Any
 
 from riskcore.errors import ConfigError, RiskgateError
 from riskcore.redact import redact_text
+from riskcore.verdict import Verdict
 
 from .common import add_storage_flag, api_url, console, file_sha256, out, storage_options
 
-VERDICT_EXIT = {"APPROVED": 0, "REJECTED": 1, "NEEDS_REVIEW": 2, "ERROR": 3}
+VERDICT_EXIT = {v.value: v.exit_code for v in Verdict}
 
 
 class NotDelivered(RiskgateError):

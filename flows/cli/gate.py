@@ -17,6 +17,7 @@ from rich.table import Table
 
 from riskcore.errors import ConfigError, RiskgateError
 from riskcore.redact import redact, redact_text
+from riskcore.verdict import Verdict
 
 from .common import (
     add_storage_flag,
@@ -35,7 +36,6 @@ PER_RELEASE = ("release_id", "original", "released", "control", "identification"
 #: verdicts from best to worst: several configs exit with the worst one's code (an ERROR,
 #: not judged, is worse than a rejection)
 WORST_LAST = ("APPROVED", "NEEDS_REVIEW", "REJECTED", "ERROR")
-EXIT_CODES = {"APPROVED": 0, "NEEDS_REVIEW": 2, "REJECTED": 1, "ERROR": 3}
 CONFIG_SUFFIXES = (".yaml", ".yml")
 
 
@@ -168,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"{len(outcomes)} gate run(s): {time.perf_counter() - started:.1f} s of wall "
                   "time" + (f", {waited:.1f} s since the command started" if waited else ""),
                   markup=False)
-    return EXIT_CODES.get(worst(outcomes), 3)
+    v = worst(outcomes)
+    return Verdict(v).exit_code if v in WORST_LAST else Verdict.ERROR.exit_code
 
 
 def _judge(args: argparse.Namespace, urls: list[str], gates: dict[str, Any],
@@ -195,7 +196,8 @@ def _judge(args: argparse.Namespace, urls: list[str], gates: dict[str, Any],
             outcome = outcome_of(state)
             if outcome is None:
                 outcome = {"release_id": gate.config.release_id, "verdict": "ERROR",
-                           "exit_code": 3, "config": url, "reasons": [redact_text(
+                           "exit_code": Verdict.ERROR.exit_code, "config": url,
+                           "reasons": [redact_text(
                                f"the gate run ended {state.type.value} without a verdict: "
                                f"{state.message}")]}
             outcomes.append({**outcome, "config": url})
@@ -205,7 +207,8 @@ def _judge(args: argparse.Namespace, urls: list[str], gates: dict[str, Any],
 def _unread(url: str, exc: RiskgateError) -> dict[str, Any]:
     """The ERROR outcome of a config that could not be read (no decision is written: where
     to is what could not be read)."""
-    return {"release_id": None, "verdict": "ERROR", "exit_code": 3, "config": url,
+    return {"release_id": None, "verdict": "ERROR", "exit_code": Verdict.ERROR.exit_code,
+            "config": url,
             "reasons": [redact_text(f"{type(exc).__name__}: {exc}")], "checks": [],
             "decision_url": None}
 

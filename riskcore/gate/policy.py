@@ -37,23 +37,12 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..results import MeasureResult, Record, Status
+from ..verdict import Verdict
 
 POLICY_VERSION = 1
 _COMPACT = re.compile(r"^\s*([A-Za-z_][\w.\-\[\]]*)\s*(<=|>=|<|>)\s*(\S+)\s*$")
 _CHECK_KEYS = ("figure", "min", "max", "review_min", "review_max", "strict", "id",
                "description")
-
-
-class Verdict(str, Enum):
-    APPROVED = "APPROVED"
-    NEEDS_REVIEW = "NEEDS_REVIEW"
-    REJECTED = "REJECTED"
-    ERROR = "ERROR"
-
-    @property
-    def exit_code(self) -> int:
-        """0 approved, 1 rejected, 2 needs review, 3 error (the CLI's exit codes)."""
-        return {"APPROVED": 0, "REJECTED": 1, "NEEDS_REVIEW": 2, "ERROR": 3}[self.value]
 
 
 class CheckVerdict(str, Enum):

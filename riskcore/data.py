@@ -110,7 +110,7 @@ def number_series(series: pd.Series) -> pd.Series:
         # distinct text parsed by Arrow in C++ (as the encoder does), when every value is a
         # plain finite number; anything else (missing words, infinities) by pandas below
         text = uniques if isinstance(uniques.array, pd.arrays.ArrowStringArray) else (
-            pd.Index(text_series(np.asarray(uniques, dtype=object)))
+            pd.Index(text_series(np.asarray(uniques, dtype=object), all_text=True))
             if pd.api.types.infer_dtype(uniques, skipna=False) == "string" else None)
         fast = arrow_numbers(text) if text is not None else None
         if fast is not None and bool(np.isfinite(fast).all()):

@@ -95,7 +95,11 @@ def _ask(path: str, request: Mapping[str, Any]) -> dict[str, Any]:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(CLIENT_TIMEOUT_S)
             sock.connect(path)
-            sock.sendall(json.dumps(request, allow_nan=False).encode("utf-8") + b"\n")
+            try:
+                sock.sendall(json.dumps(request, allow_nan=False).encode("utf-8") + b"\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # a signer refusing this peer answers before reading, then closes: the
+                # request may meet a closed socket, and the refusal is still there to read
             answer = strict_json(_read_line(sock) or b"{}")
     except (OSError, ValueError) as exc:
         raise SigningRefused(f"the signer at '{path}' cannot be reached "

@@ -306,3 +306,30 @@ def test_a_secret_block_for_the_key_is_refused_naming_the_fix(example_files, tmp
     with pytest.raises(ConfigError, match="signing.secret_block: .*readable by anyone holding "
                                           "the API's auth string"):
         load_gate(cfg)
+
+
+def test_a_refusal_sent_before_the_request_is_read_still_reaches_the_client(tmp_path):
+    """The signer answers a peer it does not serve before reading its request, then closes:
+    a request still being sent meets a closed socket (a broken pipe), and the client must
+    read the refusal, not report the signer unreachable (seen once in CI as a race)."""
+    import socket
+    import threading
+
+    from riskcore.signer import SigningRefused, _ask
+
+    path = str(tmp_path / "s.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(1)
+
+    def refuse() -> None:
+        conn, _ = server.accept()
+        conn.sendall(b'{"error": "uid 0 / gid 0 may not ask this signer"}\n')
+        conn.close()
+
+    thread = threading.Thread(target=refuse)
+    thread.start()
+    with pytest.raises(SigningRefused, match="may not ask this signer"):
+        _ask(path, {"op": "sign", "padding": "x" * 5_000_000})  # larger than the buffers
+    thread.join(timeout=10)
+    server.close()

@@ -75,8 +75,11 @@ def map_distinct(series: pd.Series, fn: Callable[[pd.Series], pd.Series],
         return pd.Series(_take(values, codes, np.nan), index=series.index, dtype=float)
     new_codes, new_uniques = pd.factorize(mapped.astype(object), use_na_sentinel=True)
     full = _take(np.asarray(new_codes, dtype=np.int64), codes, -1)
+    # text categories Arrow-backed, as the loaders make them: what reads them later (regular
+    # expressions, parsing) then runs in Arrow, not over Python strings
+    kind = "str" if pd.api.types.infer_dtype(new_uniques, skipna=False) == "string" else object
     return pd.Series(pd.Categorical.from_codes(full, categories=pd.Index(new_uniques,
-                                                                           dtype=object)),
+                                                                           dtype=kind)),
                      index=series.index)
 
 
@@ -219,7 +222,7 @@ def _is_text(dtype: object) -> bool:
 def text_series(values: np.ndarray, all_text: bool = False) -> pd.Series:
     """Values as a text Series: Arrow-backed when every value is a string (regular
     expressions then run in Arrow), else as Python objects converted with ``str``."""
-    if all_text or all(isinstance(v, str) for v in values):
+    if all_text or pd.api.types.infer_dtype(values, skipna=False) == "string":
         return pd.Series(values, dtype="str")
     return pd.Series(values, dtype=object).astype(str)
 

@@ -40,7 +40,7 @@ from ..roles import ColumnType
 from ..stats import normal_sf
 from .domain import ColumnDomain, column_domain, label_map, learn_labels
 from .linkage import Links, Matrix, Weights, link, matrices, weights
-from .reading import ColumnReading, read_columns
+from .reading import ColumnReading, found_markers, read_columns
 
 #: released rows that must be original records for a release to be kept rows
 KEPT_SHARE = 0.85
@@ -361,12 +361,15 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     tables = {"original": original, "released": released}
     if control is not None:
         tables["control"] = control
-    doms = {c: column_domain(c, {t: df[c] for t, df in tables.items()}, markers)
+    names = list(dict.fromkeys([*original.columns, *released.columns]))
+    # each column's markers looked for once, for its domain and its reading
+    found = {c: found_markers([df[c] for df in tables.values() if c in df.columns])
+             for c in names}
+    doms = {c: column_domain(c, {t: df[c] for t, df in tables.items()}, markers, found[c])
             for c in shared}
     usable = {c: d for c, d in doms.items() if d.comparable and (d.codes["released"] >= 0).any()}
     evidence = [f"{full_n:,} released rows, {n_o:,} original rows"]
-    readings = read_columns(tables, list(dict.fromkeys([*original.columns, *released.columns])),
-                            types)
+    readings = read_columns(tables, names, types, found)
     if not usable:
         evidence.append("no column keeps the original's values, nor a mapping of them: new "
                         "rows")

@@ -32,9 +32,9 @@ import pandas as pd
 
 from ..alignment import map_intervals, map_mask, text_labels
 from ..arrays import unique
-from ..data import distinct, looks_numeric, number_series
+from ..data import distinct, looks_numeric, number_series, used_values
 from ..generalization import parse_interval
-from .reading import marker_candidates
+from .reading import found_markers
 
 MISSING = -1
 WILD = -2
@@ -171,14 +171,20 @@ def _codes_of(x_r: np.ndarray, x_o: np.ndarray, bound: float, above: bool) -> bo
 
 
 def column_domain(name: str, columns: Mapping[str, pd.Series],
-                  markers: Sequence[str] = ()) -> ColumnDomain:
+                  markers: Sequence[str] = (), found: Sequence[str] | None = None
+                  ) -> ColumnDomain:
     """``columns`` (table -> the column: ``original``, ``released``, and others mapped as the
-    original is) in the release's domain (see the module doc)."""
-    found = tuple(sorted({m for s in columns.values() for m in marker_candidates(s)}
-                         | set(markers)))
+    original is) in the release's domain (see the module doc); ``markers`` mean missing in
+    every column, ``found`` are this column's own (:func:`found_markers`, when the caller
+    looked for them already)."""
+    if found is None:
+        found = found_markers(list(columns.values()))
+    found = tuple(sorted(set(found) | set(markers)))
     texts = {t: _clean_text(s, found) for t, s in columns.items()}
     rel = texts["released"]
-    labels = [str(v) for v in rel.cat.categories]
+    # the labels the release's rows show (a sample's column keeps the whole table's
+    # categories), listed by pandas, not one Python string at a time
+    labels = used_values(rel).astype(str).tolist()
     tokens = [v for v in labels if v in TOKENS]
     shown_rel = rel.cat.remove_categories(tokens) if tokens else rel
     others = {t: s for t, s in texts.items() if t != "released"}

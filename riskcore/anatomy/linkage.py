@@ -28,11 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..arrays import unique
-from ..equivalence import group_rows
 from .domain import ColumnDomain
 
+#: the running key's bound (mixed radix, before it is made dense)
+_SAFE = 2**62
 #: the expected number of original rows a key's value holds
 BLOCK = 3.0
 #: a block with more original rows is passed over
@@ -81,12 +83,19 @@ class Matrix:
     numbers: np.ndarray
 
 
+def _by_column(arrays: Sequence[np.ndarray], dtype: type) -> np.ndarray:
+    """(n, m), each column contiguous (Fortran order): keys and scores read whole columns."""
+    n = arrays[0].shape[0] if arrays else 0
+    out = np.empty((n, len(arrays)), dtype=dtype, order="F")
+    for j, a in enumerate(arrays):
+        out[:, j] = a
+    return out
+
+
 def matrices(columns: Sequence[ColumnDomain], table: str) -> Matrix:
-    codes = np.column_stack([c.codes[table] for c in columns]) if columns else \
-        np.zeros((0, 0), np.int64)
-    numeric = [c for c in columns if c.numbers is not None]
-    numbers = (np.column_stack([c.numbers[table] for c in numeric])  # type: ignore[index]
-               if numeric else np.zeros((codes.shape[0], 0)))
+    codes = _by_column([c.codes[table] for c in columns], np.int64)
+    numeric = [c.numbers[table] for c in columns if c.numbers is not None]
+    numbers = _by_column(numeric, np.float64) if numeric else np.zeros((codes.shape[0], 0))
     return Matrix(codes, numbers)
 
 
@@ -132,23 +141,28 @@ def weights(columns: Sequence[ColumnDomain], original: Matrix, seed: int = 0) ->
 
 def _pairs_on(key_q: np.ndarray, key_o: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """(query row, original row) pairs that share a key (-1: no key), blocks of at most ``cap``
-    original rows."""
-    ok_o = np.flatnonzero(key_o >= 0)
+    original rows; the query's few keys are looked up in a hash of them (the original's rows
+    are never sorted: only those whose key some query row holds)."""
     ok_q = np.flatnonzero(key_q >= 0)
-    if ok_o.size == 0 or ok_q.size == 0:
+    if ok_q.size == 0 or key_o.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    order = ok_o[np.argsort(key_o[ok_o], kind="stable")]
-    sorted_keys = key_o[order]
-    lo = np.searchsorted(sorted_keys, key_q[ok_q], side="left")
-    hi = np.searchsorted(sorted_keys, key_q[ok_q], side="right")
-    size = hi - lo
+    wanted = unique(key_q[ok_q])
+    at = pd.Index(wanted).get_indexer(key_o)  # -1 where no query row holds the key
+    hit = np.flatnonzero(at >= 0)
+    if hit.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    order = hit[np.argsort(at[hit], kind="stable")]  # by key, rows in order within one
+    counts = np.bincount(at[hit], minlength=wanted.size)
+    starts = np.cumsum(counts) - counts
+    block = np.searchsorted(wanted, key_q[ok_q])
+    size = counts[block]
     keep = (size > 0) & (size <= cap)
-    q, lo, size = ok_q[keep], lo[keep], size[keep]
+    q, lo, size = ok_q[keep], starts[block[keep]], size[keep]
     if q.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     rep_q = np.repeat(q, size)
-    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(size)[:-1])), size)
-    pos = np.arange(rep_q.size) + starts
+    offsets = np.repeat(lo - np.concatenate(([0], np.cumsum(size)[:-1])), size)
+    pos = np.arange(rep_q.size) + offsets
     return rep_q, order[pos]
 
 
@@ -156,7 +170,7 @@ def binned(m: Matrix, w: Weights, shift: bool) -> np.ndarray:
     """The codes with each numeric column's numbers in bins of four tolerances (``shift``: the
     grid moved by half a bin): two rows within two tolerances share a bin in one of the two
     grids, so that noise does not keep a row from its source's key."""
-    codes = m.codes.copy()
+    codes = m.codes.copy(order="K")
     for k, j in enumerate(w.numeric):
         width = 4 * max(float(w.tolerance[k]), 1e-12)
         x = m.numbers[:, k] + (width / 2 if shift else 0.0)
@@ -168,12 +182,30 @@ def binned(m: Matrix, w: Weights, shift: bool) -> np.ndarray:
 def _keys(codes_q: np.ndarray, codes_o: np.ndarray, cols: Sequence[int]
           ) -> tuple[np.ndarray, np.ndarray]:
     """Joint keys of the query and original rows on ``cols`` (-1 where a cell is missing or
-    suppressed)."""
-    both = np.vstack([codes_q[:, cols], codes_o[:, cols]])
-    ids, _ = group_rows(both)
-    ids = ids.astype(np.int64)
-    ids[(both < 0).any(axis=1)] = -1
-    return ids[:codes_q.shape[0]], ids[codes_q.shape[0]:]
+    suppressed): each row's codes read as one number in mixed radix, the running key made
+    dense (a hash pass) only where the next column would overflow it; equal keys, equal cells.
+    """
+    n_q = codes_q.shape[0]
+    key_q = np.zeros(n_q, np.int64)
+    key_o = np.zeros(codes_o.shape[0], np.int64)
+    gone_q = np.zeros(n_q, bool)
+    gone_o = np.zeros(codes_o.shape[0], bool)
+    span = 1
+    for j in cols:
+        a, b = codes_q[:, j], codes_o[:, j]
+        gone_q |= a < 0
+        gone_o |= b < 0
+        radix = max(int(a.max(initial=0)), int(b.max(initial=0))) + 1
+        if span > _SAFE // radix:
+            dense, kinds = pd.factorize(np.concatenate([key_q, key_o]))
+            key_q, key_o = dense[:n_q].astype(np.int64), dense[n_q:].astype(np.int64)
+            span = max(len(kinds), 1)
+        key_q = key_q * radix + np.maximum(a, 0)
+        key_o = key_o * radix + np.maximum(b, 0)
+        span *= radix
+    key_q[gone_q] = -1
+    key_o[gone_o] = -1
+    return key_q, key_o
 
 
 def key_columns(w: Weights, n_original: int, m: int) -> list[list[int]]:
@@ -349,7 +381,7 @@ def _identical(query: Matrix, original: Matrix, rows: np.ndarray, exclude_self: 
     if m == 0 or rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     kq, ko = _keys(query.codes[rows], original.codes, list(range(m)))
-    ok_o = np.flatnonzero(ko >= 0)
+    ok_o = np.flatnonzero(np.isin(ko, unique(kq[kq >= 0])))  # the query's keys alone
     order_o = ok_o[np.lexsort((ok_o, ko[ok_o]))]
     keys_o = ko[order_o]
     ok_q = np.flatnonzero(kq >= 0)

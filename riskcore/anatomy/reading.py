@@ -98,13 +98,16 @@ class ColumnReading:
 
 
 def read_column(name: str, columns: Sequence[pd.Series],
-                declared: ColumnType | None = None) -> ColumnReading:
+                declared: ColumnType | None = None,
+                markers: Sequence[str] | None = None) -> ColumnReading:
     """The reading of column ``name`` from its cells in every table (see the module doc),
-    the cells that mean missing (``N``, ``-9``: :func:`marker_candidates`) left out."""
+    the cells that mean missing (``N``, ``-9``: :func:`marker_candidates`, or ``markers``
+    when the caller found them already) left out."""
     if declared is not None:
         typ = "numeric" if declared.is_numeric else "categorical"
         return ColumnReading(name, typ, False, (f"declared {declared.value} in the config",))
-    markers = tuple({m for s in columns for m in marker_candidates(s)})
+    if markers is None:
+        markers = found_markers(columns)
     present = [without(s, markers) for s in columns]
     present = [s for s in present if s.notna().any()]
     if not present:
@@ -170,12 +173,21 @@ def _all_numbers(series: pd.Series) -> bool:
 
 
 def read_columns(frames: Mapping[str, pd.DataFrame], names: Sequence[str],
-                 declared: Mapping[str, ColumnType] | None = None
+                 declared: Mapping[str, ColumnType] | None = None,
+                 markers: Mapping[str, Sequence[str]] | None = None
                  ) -> dict[str, ColumnReading]:
-    """The reading of every column of ``names`` over the tables that hold it."""
+    """The reading of every column of ``names`` over the tables that hold it (``markers``:
+    each column's missing-value markers, when the caller found them already)."""
     declared = declared or {}
+    markers = markers or {}
     return {c: read_column(c, [df[c] for df in frames.values() if c in df.columns],
-                           declared.get(c)) for c in names}
+                           declared.get(c), markers.get(c)) for c in names}
+
+
+def found_markers(columns: Sequence[pd.Series]) -> tuple[str, ...]:
+    """The missing-value markers of one column over its tables
+    (:func:`marker_candidates` of each), sorted."""
+    return tuple(sorted({m for s in columns for m in marker_candidates(s)}))
 
 
 #: tokens that survey and statistical tools write for "missing" (checked per column)

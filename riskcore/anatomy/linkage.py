@@ -86,7 +86,7 @@ class Matrix:
 def _by_column(arrays: Sequence[np.ndarray], dtype: type) -> np.ndarray:
     """(n, m), each column contiguous (Fortran order): keys and scores read whole columns."""
     n = arrays[0].shape[0] if arrays else 0
-    out = np.empty((n, len(arrays)), dtype=dtype, order="F")
+    out: np.ndarray = np.empty((n, len(arrays)), dtype=dtype, order="F")
     for j, a in enumerate(arrays):
         out[:, j] = a
     return out

@@ -143,7 +143,7 @@ def infinite_rows(series: pd.Series) -> np.ndarray:
     codes, uniques = distinct(series)
     if len(uniques) == 0:
         return np.empty(0, dtype=np.int64)
-    text = _as_text(uniques, series.dtype)
+    text = as_text(uniques, series.dtype)
     maybe = (text.str.contains(_MAY_BE_INFINITE, regex=True).fillna(False)
              | (text.str.len() > _MAX_FINITE_DIGITS).fillna(False)).to_numpy(dtype=bool)
     candidates = np.flatnonzero(maybe)
@@ -187,7 +187,7 @@ def looks_numeric(series: pd.Series) -> bool:
     values = used_values(series)
     if len(values) == 0:
         return False
-    text = _as_text(values, series.dtype)
+    text = as_text(values, series.dtype)
     return bool(text.str.match(_NUMBER).all()) and not bool(
         text.str.match(_CODE).any())
 
@@ -200,10 +200,10 @@ def written_as_code(series: pd.Series) -> bool:
         return False
     values = used_values(series)
     return bool(len(values)) and bool(
-        _as_text(values, series.dtype).str.match(_CODE).any())
+        as_text(values, series.dtype).str.match(_CODE).any())
 
 
-def _as_text(values: pd.Index, dtype: object) -> pd.Series:
+def as_text(values: pd.Index, dtype: object) -> pd.Series:
     """A column's distinct values as text (:func:`text_series`); values that are strings
     already (Arrow-backed) are used as they are, without a round trip through Python objects."""
     if _is_text(dtype):

@@ -150,6 +150,31 @@ def _canonical(value: Any) -> str | None:
     return format(number, "f")
 
 
+def _canonical_all(values: pd.Series) -> pd.Series:
+    """:func:`_canonical` of each distinct value, in bulk where the answer is known: whole
+    numbers of a typed column written by Arrow in C++ (an integer's decimal digits are its
+    canonical text), text already canonical kept as it is; the rest one by one."""
+    import pyarrow as pa
+
+    kind = pd.api.types.infer_dtype(values, skipna=False)
+    if kind == "integer":
+        try:
+            ints = np.asarray(values.to_numpy(), dtype=np.int64)
+        except OverflowError:  # beyond int64: Python's integers, one by one
+            ints = None
+        if ints is not None:
+            return pd.Series(pa.array(ints).cast(pa.string()).to_numpy(zero_copy_only=False),
+                             index=values.index, dtype=object)
+    if kind == "string":
+        done = pd.Series(values, dtype="str").str.match(_CANONICAL).to_numpy(bool)
+        out = values.astype(object).copy()
+        rest = ~done
+        if rest.any():
+            out[rest] = values[rest].map(_canonical)
+        return out
+    return values.map(_canonical)
+
+
 def _all_numbers(s: pd.Series) -> bool:
     if pd.api.types.is_bool_dtype(s.dtype):
         return False
@@ -203,7 +228,7 @@ def canonical_numbers(frames: Mapping[str, pd.DataFrame], columns: Sequence[str]
         for name, s in present.items():
             if out[name] is frames[name]:
                 out[name] = frames[name].copy(deep=False)
-            out[name][col] = map_distinct(s, lambda u: u.map(_canonical))
+            out[name][col] = map_distinct(s, _canonical_all)
         formats[col] = ColumnFormat(col, ColumnType.CATEGORICAL.value,
                                     "numbers compared by value ('1.0' is '1')")
     return out, formats

@@ -188,18 +188,19 @@ def _frame(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return df[[c for c in columns if c in df.columns]]
 
 
-def _link_all(doms: Sequence[ColumnDomain], seed: int) -> tuple[Links, Weights]:
+def _link_all(doms: Sequence[ColumnDomain], seed: int) -> tuple[Links, Weights, Matrix]:
+    """The released rows linked to the original; the weights, and the original's matrix
+    (chance's rows are linked to it next: what is derived from it is kept)."""
     original = matrices(doms, "original")
     w = weights(doms, original, seed)
-    return link(matrices(doms, "released"), original, w), w
+    return link(matrices(doms, "released"), original, w), w, original
 
 
-def _chance(doms: Sequence[ColumnDomain], w: Weights, table: str, seed: int
-            ) -> tuple[Links, int]:
+def _chance(doms: Sequence[ColumnDomain], w: Weights, table: str, seed: int,
+            original: Matrix) -> tuple[Links, int]:
     """Links of chance's table (``control``, or ``original`` kept from itself) on a seeded
     sample of its rows; and the sample's size."""
-    original = matrices(doms, "original")
-    query: Matrix = matrices(doms, table)
+    query: Matrix = original if table == "original" else matrices(doms, table)
     n = query.codes.shape[0]
     rng = np.random.default_rng(seed + 7)
     rows = np.sort(rng.choice(n, min(n, CHANCE_ROWS), replace=False))
@@ -377,16 +378,16 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
         return ReleaseDiff("synthetic", 0.0, 0.0, 0.0, "none", 1.0,
                            {"original": n_o, "released": full_n, "linked": 0}, columns,
                            tuple(evidence))
-    links, w = _link_all(list(usable.values()), seed)
+    links, w, ori = _link_all(list(usable.values()), seed)
     learned = _learn_labels(doms, usable, links)
     if learned:
-        links, w = _link_all(list(usable.values()), seed)
+        links, w, ori = _link_all(list(usable.values()), seed)
         evidence.append(f"labels learned from the rows that link on the other columns: "
                         f"{', '.join(learned)}")
     chance_table = "control" if control is not None else "original"
     chance_from = ("the control's rows" if control is not None else
                    "the original's own rows (each to another)")
-    chance_links, n_chance = _chance(list(usable.values()), w, chance_table, seed)
+    chance_links, n_chance = _chance(list(usable.values()), w, chance_table, seed, ori)
     tau, share_r, share_c = _threshold(links, chance_links, n_chance, n_r)
     significant = _significant(share_r, n_r, share_c, n_chance)
     linked_share = max(0.0, (share_r - share_c) / max(1 - share_c, 1e-12)) if significant \

@@ -91,8 +91,9 @@ def _clean_text(series: pd.Series, markers: Sequence[str]) -> pd.Series:
     if not isinstance(text.dtype, pd.CategoricalDtype):
         text = text.astype("category")
     cats = text.cat.categories.astype(str).str.strip()
-    text = text.cat.rename_categories(cats) if cats.is_unique else text.map(
-        lambda v: v.strip() if isinstance(v, str) else v).astype("category")
+    if not cats.equals(text.cat.categories):  # no label had space around it: nothing to do
+        text = text.cat.rename_categories(cats) if cats.is_unique else text.map(
+            lambda v: v.strip() if isinstance(v, str) else v).astype("category")
     if markers:
         drop = [m for m in markers if m in text.cat.categories]
         if drop:

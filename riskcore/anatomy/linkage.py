@@ -24,8 +24,10 @@ no proposal is left (a greedy matching, vectorized).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,10 +79,19 @@ class Links:
 
 @dataclass(frozen=True)
 class Matrix:
-    """The comparable columns of one table: codes (n, m) and numbers (n, k)."""
+    """The comparable columns of one table: codes (n, m) and numbers (n, k); ``memo`` keeps
+    what is derived from them once (an original linked to several queries: the release,
+    chance's rows)."""
 
     codes: np.ndarray
     numbers: np.ndarray
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def derived(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()``, computed once per matrix and ``key``."""
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
 
 
 def _by_column(arrays: Sequence[np.ndarray], dtype: type) -> np.ndarray:
@@ -239,7 +250,9 @@ def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
     found_q, found_o = [], []
     numeric = set(int(j) for j in w.numeric)
     if fuzzy:
-        grids = [(binned(sub, w, shift), binned(original, w, shift)) for shift in (False, True)]
+        grids = [(binned(sub, w, shift), original.derived(
+            ("binned", shift, w.tolerance.tobytes()), partial(binned, original, w, shift)))
+                 for shift in (False, True)]
     else:
         grids = [(sub.codes, original.codes)]
     keys = ([list(range(m))] + key_columns(w, original.codes.shape[0], m)) if m else []
@@ -252,13 +265,11 @@ def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
             found_q.append(q)
             found_o.append(o)
     if fuzzy:
-        for k in _sorted_columns(original):  # sorted neighbourhood
-            x_o = original.numbers[:, k]
-            ok_o = np.flatnonzero(np.isfinite(x_o))
-            order = ok_o[np.argsort(x_o[ok_o], kind="stable")]
-            x_q = sub.numbers[:, k]
+        for k in original.derived("sorted columns", partial(_sorted_columns, original)):
+            order, x_o = original.derived(("order", k), partial(_order, original.numbers[:, k]))
+            x_q = sub.numbers[:, k]  # sorted neighbourhood
             ok_q = np.flatnonzero(np.isfinite(x_q))
-            pos = np.searchsorted(x_o[order], x_q[ok_q])
+            pos = np.searchsorted(x_o, x_q[ok_q])
             for d in range(-WINDOW, WINDOW):
                 at = pos + d
                 good = (at >= 0) & (at < order.size)
@@ -276,8 +287,16 @@ def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
 SORTED_COLUMNS = 2
 
 
+def _order(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows with a finite number in the numbers' order (ties by row), and the numbers
+    so sorted."""
+    ok = np.flatnonzero(np.isfinite(x))
+    order = ok[np.argsort(x[ok], kind="stable")]
+    return order, x[order]
+
+
 def _sorted_columns(original: Matrix) -> list[int]:
-    counts = [np.unique(original.numbers[:, k][np.isfinite(original.numbers[:, k])]).size
+    counts = [unique(original.numbers[:, k][np.isfinite(original.numbers[:, k])]).size
               for k in range(original.numbers.shape[1])]
     ranked = [k for k in np.argsort(counts)[::-1] if counts[k] >= 50]
     return [int(k) for k in ranked[:SORTED_COLUMNS]]
@@ -381,7 +400,8 @@ def _identical(query: Matrix, original: Matrix, rows: np.ndarray, exclude_self: 
     if m == 0 or rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     kq, ko = _keys(query.codes[rows], original.codes, list(range(m)))
-    ok_o = np.flatnonzero(np.isin(ko, unique(kq[kq >= 0])))  # the query's keys alone
+    # the original rows with a key some query row holds (a hash of the query's keys)
+    ok_o = np.flatnonzero(pd.Index(unique(kq[kq >= 0])).get_indexer(ko) >= 0)
     order_o = ok_o[np.lexsort((ok_o, ko[ok_o]))]
     keys_o = ko[order_o]
     ok_q = np.flatnonzero(kq >= 0)

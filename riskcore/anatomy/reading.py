@@ -28,7 +28,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..data import NUMBER_PATTERN, number_series, text_series, used_values, written_as_code
+from ..data import (
+    NUMBER_PATTERN,
+    arrow_numbers,
+    as_text,
+    number_series,
+    used_values,
+    written_as_code,
+)
 from ..roles import ColumnType
 
 #: words of a column's name that make its whole numbers codes
@@ -118,8 +125,7 @@ def read_column(name: str, columns: Sequence[pd.Series],
         return ColumnReading(name, "categorical", False, (
             "numbers written as codes (a leading zero, a plus sign or 16 digits and more)",),
             numbers=True)
-    values = np.concatenate([number_series(pd.Series(used_values(s))).to_numpy(dtype=float)
-                             for s in present])
+    values = np.concatenate([_numbers(used_values(s)) for s in present])
     values = values[np.isfinite(values)]
     whole = bool(values.size) and bool(np.all(values == np.round(values)))
     distinct = np.unique(values)
@@ -150,6 +156,15 @@ def read_column(name: str, columns: Sequence[pd.Series],
         f"{distinct.size / max(rows, 1):.0%} of the rows distinct: a quantity",))
 
 
+def _numbers(values: pd.Index) -> np.ndarray:
+    """Distinct values as floats: Arrow's parse of text already distinct (no hash pass to
+    find what is distinct again), else :func:`number_series`."""
+    fast = arrow_numbers(values)
+    if fast is not None and bool(np.isfinite(fast).all()):
+        return fast
+    return number_series(pd.Series(values)).to_numpy(dtype=float)
+
+
 def without(series: pd.Series, markers: Sequence[str]) -> pd.Series:
     """The column with the cells that are ``markers`` (surrounding space ignored) missing."""
     if not markers:
@@ -168,8 +183,8 @@ def _all_numbers(series: pd.Series) -> bool:
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return True
     values = used_values(series)
-    return bool(len(values)) and bool(pd.Series(np.asarray(values, dtype=object)).astype(
-        str).str.match(NUMBER_PATTERN).all())
+    return bool(len(values)) and bool(as_text(values, series.dtype).str.match(
+        NUMBER_PATTERN).all())
 
 
 def read_columns(frames: Mapping[str, pd.DataFrame], names: Sequence[str],
@@ -214,7 +229,7 @@ def marker_candidates(series: pd.Series) -> tuple[str, ...]:
             return ()
         return tuple(sorted(str(v) for v in np.unique(numbers[marked])))
     # text as Arrow strings where every value is one (stripped and matched in C++)
-    values = text_series(np.asarray(used, dtype=object)).str.strip()
+    values = as_text(used, series.dtype).str.strip()
     is_number = values.str.match(NUMBER_PATTERN).to_numpy(dtype=bool, na_value=False)
     in_set = values.isin(list(MARKER_CANDIDATES)).to_numpy(dtype=bool)
     if (~is_number & ~in_set).any() or not is_number.any():

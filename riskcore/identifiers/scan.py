@@ -99,7 +99,7 @@ class Finding:
                                                 if self.detail else {})}
 
 
-def _as_text(uniques: pd.Index) -> Any:
+def as_text(uniques: pd.Index) -> Any:
     """A column's distinct values as Arrow text: strings as they are, whole numbers (a card
     number in an integer column) as their digits; None for a column of other numbers."""
     import pyarrow as pa
@@ -201,7 +201,7 @@ def scan_column(table: str, column: str, series: pd.Series,
     codes, uniques = distinct(series)
     if not len(uniques):
         return []
-    raw = _as_text(uniques)
+    raw = as_text(uniques)
     if raw is None:
         return []
     arrow = normalized(raw)

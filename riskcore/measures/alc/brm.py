@@ -18,7 +18,12 @@ first, in table then row order, as ``Counter.most_common``); rank score (eq. 9)
 Compiled (numba): per target one pass over a released table's rows, the distance summed in
 the same order as the NumPy path (continuous terms from 0.0, then the categorical mismatches),
 so the same float64 numbers; a row whose partial sum already exceeds the nearest so far is
-left, and the counts per secret value restart whenever a nearer row appears. Without numba, a
+left, and the counts per secret value restart whenever a nearer row appears. Rows alike on the
+known columns are one candidate: a released table is first grouped by its known values (a
+generalized release has a few thousand distinct rows among millions), each group with its
+count of every secret value and the first row holding it, and the pass runs over the groups:
+the same distances, counts and first rows, as each row of a group is at its group's distance.
+Without numba, a
 block of targets against all released rows is one (b, m) distance matrix built one column at a
 time, and the modal value comes from one bincount over (target, secret code).
 """
@@ -30,11 +35,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ...compiled import compiled
+from ...equivalence import group_rows
 from .inputs import CONTINUOUS, ALCData
 
 BLOCK_CELLS = 2_000_000
+#: a released table is searched by its groups of rows alike when it has at most this share of
+#: its rows' number of them (else row by row: grouping would not pay)
+GROUPED_BELOW = 0.5
+#: and their (group, secret value) tables hold at most this many cells
+GROUP_CELLS = 50_000_000
 _NONE = np.iinfo(np.int64).max
 
 
@@ -81,8 +93,11 @@ class BestRowMatch:
     """
 
     def __init__(self, data: ALCData, secret: str, known: Sequence[str],
-                 tables: Sequence[str] | None = None, max_cells: int = BLOCK_CELLS) -> None:
+                 tables: Sequence[str] | None = None, max_cells: int = BLOCK_CELLS,
+                 grouped: bool = True) -> None:
         self.data = data
+        #: search a table's groups of rows alike (see the module doc); False: row by row
+        self.grouped = grouped
         self.secret = secret
         self.known = list(known)
         self.tables = [t for t in (tables or data.released) if data.has(t, secret)
@@ -104,7 +119,7 @@ class BestRowMatch:
                                     np.nanmax(v) if np.isfinite(v).any() else np.nan)
                                    for v in side.cont]
         self._query = _table_side(data, data.original, self.known)
-        self._stacks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._stacks: dict[Any, Any] = {}
 
     def predict(self, targets: np.ndarray, source: str | None = None) -> Predictions:
         """Predict the secret of the given rows of the original (or of table ``source``)."""
@@ -177,7 +192,12 @@ class BestRowMatch:
             dmin = np.full(b, np.inf)
             c_t = np.zeros((b, K), dtype=np.int64)
             f_t = np.full((b, K), _NONE, dtype=np.int64)
-            if m:
+            groups = self._grouped(t) if m else None
+            if groups is not None:
+                grouped_kernel = compiled(_nearest_groups)
+                assert grouped_kernel is not None  # numba is here: the row kernel is
+                grouped_kernel(qn, scale, qc, *groups, dmin, c_t, f_t)
+            elif m:
                 kernel(qn, scale, qc, cn, cc, self._secret[t], dmin, c_t, f_t)
             adjusted = _adjusted(dmin, side, k)
             nearer = adjusted < best
@@ -201,6 +221,38 @@ class BestRowMatch:
                   else np.empty((m, 0), dtype=np.int64))
             self._stacks[t] = (np.ascontiguousarray(cn), np.ascontiguousarray(cc))
         return self._stacks[t]
+
+
+    def _grouped(self, t: str) -> tuple[np.ndarray, ...] | None:
+        """Table ``t``'s rows grouped by their known values: each group's values (continuous,
+        categorical), its count of each secret code and the first row holding each (-1 none);
+        None where grouping would not pay."""
+        key = ("groups", t)
+        if key not in self._stacks:
+            self._stacks[key] = _groups(*self._stacked(t), self._secret[t], self.n_classes) \
+                if self.grouped else None
+        return self._stacks[key]  # type: ignore[return-value]
+
+
+def _groups(cn: np.ndarray, cc: np.ndarray, secret: np.ndarray, k: int
+            ) -> tuple[np.ndarray, ...] | None:
+    """The rows of (cn, cc) grouped by their values (a number by its value: -0.0 is 0.0, every
+    NaN one value, as the distance reads them), or None when there are too many groups."""
+    m = cc.shape[0]
+    floats = [pd.factorize(cn[:, j])[0] for j in range(cn.shape[1])]
+    ids, g = group_rows(np.column_stack([*floats, cc]) if floats or cc.shape[1] else
+                        np.zeros((m, 1), np.int64))
+    if g > GROUPED_BELOW * m or g * k > GROUP_CELLS:
+        return None
+    rows = np.arange(m, dtype=np.int64)
+    first_row = np.full(g, m, dtype=np.int64)
+    np.minimum.at(first_row, ids, rows)
+    cell = ids * k + secret
+    counts = np.bincount(cell, minlength=g * k).reshape(g, k)
+    first = np.full(g * k, _NONE, dtype=np.int64)
+    np.minimum.at(first, cell, rows)
+    return (np.ascontiguousarray(cn[first_row]), np.ascontiguousarray(cc[first_row]), counts,
+            first.reshape(g, k))
 
 
 def _scale(qv: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -278,4 +330,46 @@ def _nearest_secrets(qn: np.ndarray, scale: np.ndarray, qc: np.ndarray, cn: np.n
             if counts[i, s] == 0:
                 first[i, s] = j
             counts[i, s] += 1
+        dmin[i] = best
+
+
+def _nearest_groups(qn: np.ndarray, scale: np.ndarray, qc: np.ndarray, gn: np.ndarray,
+                    gc: np.ndarray, gcounts: np.ndarray, gfirst: np.ndarray, dmin: np.ndarray,
+                    counts: np.ndarray, first: np.ndarray) -> None:  # pragma: no cover
+    """:func:`_nearest_secrets` over groups of rows alike (``gn``, ``gc`` one row per group;
+    ``gcounts[g, s]`` its rows with secret ``s``, ``gfirst[g, s]`` the first of them): every
+    row of a group is at the group's distance, so the nearest rows' counts are the nearest
+    groups' sums, and the first row of a secret value their smallest first row."""
+    b, p = qn.shape
+    m, q = gc.shape
+    K = counts.shape[1]
+    none = 9223372036854775807  # _NONE: no row yet
+    for i in range(b):
+        best = np.inf
+        for j in range(m):
+            d = 0.0
+            for c in range(p):
+                t = abs(gn[j, c] - qn[i, c]) / scale[i, c]
+                d += 1.0 if t != t else t
+            if d > best:
+                continue
+            for c in range(q):
+                a = qc[i, c]
+                if a < 0 or a != gc[j, c]:
+                    d += 1.0
+                    if d > best:
+                        break
+            if d > best:
+                continue
+            if d < best:
+                best = d
+                for k in range(K):
+                    counts[i, k] = 0
+                    first[i, k] = none
+            for k in range(K):
+                n = gcounts[j, k]
+                if n > 0:
+                    counts[i, k] += n
+                    if gfirst[j, k] < first[i, k]:
+                        first[i, k] = gfirst[j, k]
         dmin[i] = best

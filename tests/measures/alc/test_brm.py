@@ -66,15 +66,17 @@ def _oracle(ori, rels, known, secret, kinds):
     return out
 
 
-@pytest.mark.parametrize("path", ["compiled", "numpy"])
+@pytest.mark.parametrize("path", ["rows", "groups", "numpy"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_brm_matches_the_per_target_oracle(seed, path, monkeypatch):
-    """Both paths (the compiled kernel; the NumPy matrix without numba) give the
-    oracle's predictions and rank scores: two released tables, one lacking a known column,
-    missing values on both sides, ties."""
+    """Every path (the compiled kernel row by row, and over groups of rows alike; the NumPy
+    matrix without numba) gives the oracle's predictions and rank scores: two released
+    tables, one lacking a known column, missing values on both sides, ties."""
     assert brm_module._compiled() is not None  # numba is a dependency: the kernel is there
     if path == "numpy":
         monkeypatch.setattr(brm_module, "_compiled", lambda: None)
+    # grouping always (even where it would not pay), or never
+    monkeypatch.setattr(brm_module, "GROUPED_BELOW", 1.01 if path == "groups" else 0.0)
     ori, rel1, rel2 = _tables(seed)
     data = from_frames(ori, [rel1, rel2], types={"v": "continuous"})
     known = ["c1", "c2", "v"]
@@ -84,6 +86,32 @@ def test_brm_matches_the_per_target_oracle(seed, path, monkeypatch):
     want = _oracle(ori, [rel1, rel2], known, "s", data.kinds)
     assert [labels[c] for c in p.predicted] == [v for v, _ in want]
     np.testing.assert_allclose(p.confidence, [c for _, c in want], atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_groups_of_rows_alike_give_what_each_row_gives(seed):
+    """A generalized release of many rows and few distinct known values (the case grouping
+    is for): the search over its groups gives every target the same prediction, rank score,
+    distance and number of matches as the search row by row, and the first row met breaks
+    ties the same way (-0.0 and 0.0, and every NaN, are one value)."""
+    rng = np.random.default_rng(seed)
+
+    def table(n):
+        v = rng.choice([0.0, -0.0, 1.5, 3.0, np.nan], n)
+        return pd.DataFrame({"c1": rng.choice(["a", "b", None], n), "v": v,
+                             "c2": rng.choice(["x", "y", "z"], n),
+                             "s": rng.choice(["s0", "s1", "s2", "s3"], n)})
+    ori, rel = table(300), table(5000)
+    data = from_frames(ori, rel, types={"v": "continuous"})
+    got = {}
+    for grouped in (True, False):
+        brm = BestRowMatch(data, "s", ["c1", "v", "c2"], grouped=grouped)
+        got[grouped] = brm.predict(np.arange(len(ori)))
+    assert brm_module._groups(*BestRowMatch(data, "s", ["c1", "v", "c2"])._stacked(
+        "released"), BestRowMatch(data, "s", ["c1", "v", "c2"])._secret["released"],
+        4) is not None  # the groups were searched
+    for field in ("predicted", "confidence", "distance", "matches"):
+        np.testing.assert_array_equal(getattr(got[True], field), getattr(got[False], field))
 
 
 def test_an_exact_copy_is_found_with_rank_score_one():

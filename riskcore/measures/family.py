@@ -147,8 +147,7 @@ class MeasureInputs:
         def flip(col: EncodedColumn) -> EncodedColumn:
             if col.values is not None:
                 return replace(col, type=ColumnType.CATEGORICAL, values=None)
-            labels = pd.to_numeric(pd.Series(col.categories, dtype=object).astype(str),
-                                   errors="coerce").to_numpy(dtype=float)
+            labels = _label_numbers(col.categories)
             values = np.append(labels, np.nan)[np.where(col.codes < 0, len(labels),
                                                         col.codes)]
             return replace(col, type=ColumnType.CONTINUOUS, values=values)
@@ -330,3 +329,16 @@ def per_column_figures(columns: Sequence[str], names: Sequence[str], higher: boo
                        ) -> dict[str, bool]:
     """``<column>.<name>`` figures for each column, all with the same direction."""
     return {f"{c}.{n}": higher for c in columns for n in names}
+
+
+def _label_numbers(categories: np.ndarray) -> np.ndarray:
+    """Each label read as a number (NaN where it is not one): parsed by Arrow in C++ when
+    every label is a plain finite number (a code column's hundreds of thousands of labels),
+    else by pandas, as text."""
+    from ..data import arrow_numbers, text_series
+
+    text = text_series(np.asarray(categories, dtype=object))
+    fast = arrow_numbers(pd.Index(text)) if text.dtype == "str" else None
+    if fast is not None and bool(np.isfinite(fast).all()):
+        return fast
+    return pd.to_numeric(text.astype(str), errors="coerce").to_numpy(dtype=float)

@@ -11,6 +11,13 @@ The search is vectorized over blocks of queries: a block of b queries against al
 is a b x m matrix, with b chosen so that the matrix stays under ``max_cells`` entries; memory is
 bounded and never n x m for large tables. Ties are broken by the candidate's row number, so the
 result is deterministic.
+
+Candidates alike (the same numbers and codes: a generalized release has a few thousand
+distinct rows on an attack's columns among millions) are at the same distance from every
+query; the compiled search then runs over one row per group (its first), finds the k nearest
+groups by (distance, first row), and takes the k nearest rows from their members: the same
+rows and distances as the search row by row (rows at one distance come in row order, and
+each comes from a group whose first row is no later).
 """
 
 from __future__ import annotations
@@ -20,10 +27,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from ... import progress
 from ...arrays import unique
 from ...compiled import compiled
+from ...equivalence import group_rows
 from ...threads import in_chunks
 
 if TYPE_CHECKING:
@@ -31,6 +40,9 @@ if TYPE_CHECKING:
 
 
 DEFAULT_MAX_CELLS = 1_000_000
+#: candidates are searched by groups of rows alike when there are at most this share of their
+#: rows' number of groups (else row by row: grouping would not pay)
+GROUPED_BELOW = 0.5
 #: the code standing for "this column has no suppressed cells" (codes are >= -1)
 NO_WILDCARD = -9
 
@@ -114,8 +126,10 @@ def _block(qn: np.ndarray, qc: np.ndarray, cand: MixedMatrix) -> np.ndarray:
 
 
 def kneighbors(queries: MixedMatrix, candidates: MixedMatrix, k: int,
-               max_cells: int = DEFAULT_MAX_CELLS) -> tuple[np.ndarray, np.ndarray]:
-    """The k nearest candidates of every query, nearest first (ties: lower row number first).
+               max_cells: int = DEFAULT_MAX_CELLS, grouped: bool = True
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest candidates of every query, nearest first (ties: lower row number first);
+    ``grouped``: candidates alike searched once (see the module doc), when it pays.
 
     Returns:
         (indices (nq, k) int64, distances (nq, k) float64).
@@ -123,10 +137,13 @@ def kneighbors(queries: MixedMatrix, candidates: MixedMatrix, k: int,
     m, nq = candidates.n, queries.n
     if not 1 <= k <= m:
         raise ValueError(f"k must lie in [1, {m}] (the number of candidates), got {k}")
+    kernel = _compiled()
+    groups = _alike(candidates) if grouped and kernel is not None and nq else None
+    if groups is not None:
+        return _by_groups(queries, candidates, k, *groups)
     block = max(1, min(nq, max_cells // max(m, 1)))
     out_i = np.empty((nq, k), dtype=np.int64)
     out_d = np.empty((nq, k))
-    kernel = _compiled()
     if kernel is not None:  # one pass per query, no b x m matrix
         block = max(1, min(nq, 256))
         cn = np.ascontiguousarray(candidates.numeric, dtype=np.float64)
@@ -150,6 +167,46 @@ def kneighbors(queries: MixedMatrix, candidates: MixedMatrix, k: int,
         out_i[sl] = idx
         out_d[sl] = dist
     return out_i, out_d
+
+
+def _alike(candidates: MixedMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The candidates' groups of rows alike (a number by its value: -0.0 is 0.0, every NaN
+    one value, as the distance reads them): each group's first row (ascending), the rows by
+    group (in row order within one) and each group's start among them; None when there are
+    too many groups for grouping to pay."""
+    m = candidates.n
+    parts = [pd.factorize(candidates.numeric[:, j])[0] for j in range(
+        candidates.numeric.shape[1])] + [candidates.categorical[:, j] for j in range(
+            candidates.categorical.shape[1])]
+    if m < 2 or not parts:
+        return None
+    ids, g = group_rows(np.column_stack(parts))
+    if g > GROUPED_BELOW * m:
+        return None
+    # ids follow first occurrence: group i's first row is the i-th first row met
+    # a stable sort of small integers is a radix sort (numpy), several times faster
+    members = np.argsort(ids.astype(np.uint16) if g <= 1 << 16 else ids, kind="stable")
+    starts = np.searchsorted(ids[members], np.arange(g + 1))
+    return members[starts[:-1]], members, starts
+
+
+def _by_groups(queries: MixedMatrix, candidates: MixedMatrix, k: int, first: np.ndarray,
+               members: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`kneighbors` over the groups of rows alike (:func:`_alike`): the k nearest groups
+    by (distance, first row), then the k nearest of their first k rows each."""
+    reps = MixedMatrix(numeric=candidates.numeric[first],
+                       categorical=candidates.categorical[first], columns=candidates.columns,
+                       n=first.size, wild=candidates.wild)
+    kg = min(k, first.size)
+    gi, gd = kneighbors(queries, reps, kg, grouped=False)
+    sizes = np.diff(starts)
+    offsets = np.arange(k)
+    valid = offsets[None, None, :] < sizes[gi][:, :, None]  # (nq, kg, k)
+    pos = np.minimum(starts[gi][:, :, None] + offsets[None, None, :], members.size - 1)
+    rows = np.where(valid, members[pos], np.iinfo(np.int64).max).reshape(queries.n, -1)
+    dist = np.where(valid, gd[:, :, None], np.inf).reshape(queries.n, -1)
+    order = np.lexsort((rows, dist), axis=1)[:, :k]
+    return np.take_along_axis(rows, order, axis=1), np.take_along_axis(dist, order, axis=1)
 
 
 def _compiled() -> Any:

@@ -94,6 +94,33 @@ def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monke
         np.testing.assert_array_equal(fast[1], slow[1])
 
 
+@pytest.mark.parametrize("share", [1.01, 0.5])
+def test_candidates_alike_searched_by_groups_give_the_same_neighbours(monkeypatch, share):
+    """Candidates with few distinct rows (a generalized release): the search over their
+    groups gives the same neighbours and distances, to the bit, as the search row by row,
+    ties in row order across groups, for k = 1, several and more than there are groups;
+    missing numbers (one value), -0.0 beside 0.0, and suppressed cells."""
+    from riskcore.measures.attacks import gower
+    from riskcore.measures.attacks.gower import MixedMatrix
+
+    rng = np.random.default_rng(7)
+
+    def matrix(n):
+        num = rng.choice([0.0, -0.0, 0.5, 1.0, np.nan], size=(n, 1))
+        cat = rng.integers(-1, 3, size=(n, 2)).astype(np.int32)
+        return MixedMatrix(numeric=num, categorical=cat, columns=("a", "b", "c"), n=n,
+                           wild=(gower.NO_WILDCARD, 2))
+
+    monkeypatch.setattr(gower, "GROUPED_BELOW", share)
+    q, c = matrix(80), matrix(600)
+    assert gower._alike(c) is not None  # 4 x 4 x 4 values at most: grouped either way
+    for k in (1, 3, 70):
+        grouped = kneighbors(q, c, k)
+        rows = kneighbors(q, c, k, grouped=False)
+        np.testing.assert_array_equal(grouped[0], rows[0])
+        np.testing.assert_array_equal(grouped[1], rows[1])
+
+
 def test_the_pruned_nearest_distance_equals_the_full_search():
     """Membership's nearest-distance search (groups by categorical codes, a walk on
     one sorted numeric column) gives the full search's distances to the bit, on ties, missing

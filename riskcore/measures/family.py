@@ -147,7 +147,10 @@ class MeasureInputs:
         def flip(col: EncodedColumn) -> EncodedColumn:
             if col.values is not None:
                 return replace(col, type=ColumnType.CATEGORICAL, values=None)
-            labels = _label_numbers(col.categories)
+            # once per run and set of labels (every family that reads a column the other
+            # way shares it; the tables encoded together share their labels)
+            labels = self._cached(("label numbers", col.name, id(col.categories)),
+                                  lambda: _label_numbers(col.categories))
             values = np.append(labels, np.nan)[np.where(col.codes < 0, len(labels),
                                                         col.codes)]
             return replace(col, type=ColumnType.CONTINUOUS, values=values)

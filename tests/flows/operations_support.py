@@ -160,8 +160,10 @@ def ops(prefect_server, s3, tmp_path_factory):
     for worker in workers:
         worker.terminate()
     for worker in workers:
-        try:  # a worker still finishing a run's process is stopped without waiting longer
-            worker.wait(timeout=30)
+        # Prefect's worker takes half a minute to stop on SIGTERM (it waits out its loops);
+        # at the session's end nothing of its is still needed: a few seconds, then SIGKILL
+        try:
+            worker.wait(timeout=3)
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(timeout=30)

@@ -104,6 +104,8 @@ def as_text(uniques: pd.Index) -> Any:
     number in an integer column) as their digits; None for a column of other numbers."""
     import pyarrow as pa
 
+    if pd.api.types.is_integer_dtype(uniques.dtype):  # Arrow writes the digits
+        return pa.array(np.asarray(uniques)).cast(pa.large_string())
     values = np.asarray(uniques, dtype=object)
     if pd.api.types.is_float_dtype(uniques.dtype):
         if not (len(values) and all(float(v).is_integer() for v in values)):
@@ -221,8 +223,12 @@ def scan_column(table: str, column: str, series: pd.Series,
         found.append(Finding(table, column, kind, cells, cells / present, candidates,
                              rows=rows, detail=detail, estimated=estimated))
 
-    valid, candidates = _pattern_kind(EMAIL, arrow, strings)
-    add(EMAIL.name, np.asarray(valid, dtype=np.int64), candidates, {})
+    # a column of digits alone (an id, a code, a number) holds no e-mail address (an @), IP
+    # address (a dot or colon), URL (a slash) nor name (letters): one pass instead of theirs
+    digits = not _mask(arrow, "[^0-9]").any()
+    if not digits:
+        valid, candidates = _pattern_kind(EMAIL, arrow, strings)
+        add(EMAIL.name, np.asarray(valid, dtype=np.int64), candidates, {})
     phones = _phones(arrow, strings, regions, column)
     if phones is not None:
         values, detail, estimated = phones
@@ -230,6 +236,8 @@ def scan_column(table: str, column: str, series: pd.Series,
     for hits in scan_checked(arrow, strings, column):
         add(hits.kind.name, hits.values, hits.evidence.candidates,
             {"evidence": hits.evidence.to_dict()}, hits.estimated, hits.valid_share)
+    if digits:
+        return found
     for kind in PATTERN_KINDS:
         if kind is not EMAIL:
             valid, candidates = _pattern_kind(kind, arrow, strings)

@@ -249,3 +249,18 @@ def test_the_place_list_says_where_it_comes_from():
         head = fh.read(2000)
     assert "GeoNames" in head and "CC BY 4.0" in head
     assert {"AUSTIN", "MADISON", "JACKSON", "PARIS", "TEXAS"} <= place_names()
+
+
+def test_a_column_of_digits_is_scanned_for_what_digits_can_hold():
+    """A column of digits alone skips the kinds that need other characters (an @, a dot, a
+    slash, letters), not those digits can hold: cards in an integer column are found, and one
+    e-mail address among digits still makes the column one to read for every kind."""
+    cards = [int(s + luhn.calc_check_digit(s))
+             for s in (str(4 * 10**14 + R.randrange(10**14)) for _ in range(N))]
+    typed = scan_column("released", "payment", pd.Series(cards, dtype="int64"))
+    assert [f.kind for f in typed] == ["card"] and typed[0].cells == N
+    ids = [str(R.randrange(10**6)) for _ in range(N)]
+    assert found("household_id", ids) == {}
+    ids[77] = "jane.roe@example.org"
+    hits = found("household_id", ids)
+    assert set(hits) == {"email"} and list(hits["email"].rows) == [77]  # type: ignore[attr-defined]

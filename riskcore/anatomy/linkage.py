@@ -150,17 +150,15 @@ def weights(columns: Sequence[ColumnDomain], original: Matrix, seed: int = 0) ->
     return Weights(np.log2(M / u), np.log2((1 - M) / (1 - u)), numeric_index, tolerance, u)
 
 
-def _pairs_on(key_q: np.ndarray, keys: OriginalKeys, cap: int
-              ) -> tuple[np.ndarray, np.ndarray]:
+def _pairs_on(key_q: np.ndarray, key_o: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """(query row, original row) pairs that share a key (-1: no key), blocks of at most ``cap``
-    original rows; the query's few keys are looked up among the original's distinct keys (made
-    once, :func:`original_keys`), and only the original rows that hold one of them are
-    sorted."""
+    original rows; the query's few keys are looked up in a hash of them (the original's rows
+    are never sorted: only those whose key some query row holds)."""
     ok_q = np.flatnonzero(key_q >= 0)
-    if ok_q.size == 0 or keys.dense.size == 0:
+    if ok_q.size == 0 or key_o.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     wanted = unique(key_q[ok_q])
-    at = keys.positions(wanted)[keys.dense]  # -1 where no query row holds the key
+    at = pd.Index(wanted).get_indexer(key_o)  # -1 where no query row holds the key
     hit = np.flatnonzero(at >= 0)
     if hit.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -192,86 +190,33 @@ def binned(m: Matrix, w: Weights, shift: bool) -> np.ndarray:
     return codes
 
 
-@dataclass(frozen=True)
-class OriginalKeys:
-    """The original's joint keys on a few columns, made once per column set (the release and
-    chance's rows look them up): how they were built (per column its radix; at an overflow, the
-    distinct running keys that were made dense), and each row's key as an index into the
-    distinct keys (a missing or suppressed cell: a key of its own no query row holds)."""
-
-    steps: tuple[tuple[int, int] | pd.Index, ...]
-    dense: np.ndarray
-    kinds: pd.Index
-    #: the key of the rows with a missing cell (not a key)
-    gone: int
-
-    def positions(self, wanted: np.ndarray) -> np.ndarray:
-        """Per distinct original key, its index in ``wanted`` (sorted query keys), -1 where no
-        query row holds it."""
-        out = np.full(len(self.kinds), -1, dtype=np.int64)
-        out[wanted] = np.arange(wanted.size)
-        if self.gone >= 0:
-            out[self.gone] = -1
-        return out
-
-
-def original_keys(codes_o: np.ndarray, cols: Sequence[int]) -> OriginalKeys:
-    """The original's rows read as one number each on ``cols`` in mixed radix (each column's
-    radix its largest code plus one), the running key made dense (a hash pass) only where the
-    next column would overflow it; then the keys made dense, so that a query's keys index
-    them: equal keys, equal cells."""
-    n = codes_o.shape[0]
-    key = np.zeros(n, np.int64)
-    gone = np.zeros(n, bool)
-    steps: list[tuple[int, int] | pd.Index] = []
+def _keys(codes_q: np.ndarray, codes_o: np.ndarray, cols: Sequence[int]
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Joint keys of the query and original rows on ``cols`` (-1 where a cell is missing or
+    suppressed): each row's codes read as one number in mixed radix, the running key made
+    dense (a hash pass) only where the next column would overflow it; equal keys, equal cells.
+    """
+    n_q = codes_q.shape[0]
+    key_q = np.zeros(n_q, np.int64)
+    key_o = np.zeros(codes_o.shape[0], np.int64)
+    gone_q = np.zeros(n_q, bool)
+    gone_o = np.zeros(codes_o.shape[0], bool)
     span = 1
     for j in cols:
-        b = codes_o[:, j]
-        gone |= b < 0
-        radix = int(b.max(initial=0)) + 1
+        a, b = codes_q[:, j], codes_o[:, j]
+        gone_q |= a < 0
+        gone_o |= b < 0
+        radix = max(int(a.max(initial=0)), int(b.max(initial=0))) + 1
         if span > _SAFE // radix:
-            dense, kinds = pd.factorize(key)
-            steps.append(pd.Index(kinds))
-            key = dense.astype(np.int64)
+            dense, kinds = pd.factorize(np.concatenate([key_q, key_o]))
+            key_q, key_o = dense[:n_q].astype(np.int64), dense[n_q:].astype(np.int64)
             span = max(len(kinds), 1)
-        steps.append((int(j), radix))
-        key = key * radix + np.maximum(b, 0)
+        key_q = key_q * radix + np.maximum(a, 0)
+        key_o = key_o * radix + np.maximum(b, 0)
         span *= radix
-    key[gone] = -1
-    dense, kinds = pd.factorize(key)
-    index = pd.Index(kinds)
-    at_gone = int(index.get_indexer([-1])[0])
-    return OriginalKeys(tuple(steps), dense.astype(np.int64), index, at_gone)
-
-
-def query_keys(codes_q: np.ndarray, keys: OriginalKeys) -> np.ndarray:
-    """The query rows' keys as indices into the original's distinct keys (:func:`original_keys`
-    built the same way), -1 where a cell is missing or suppressed or no original row shares
-    the row's cells on the columns."""
-    n = codes_q.shape[0]
-    key = np.zeros(n, np.int64)
-    gone = np.zeros(n, bool)
-    for step in keys.steps:
-        if isinstance(step, pd.Index):
-            at = step.get_indexer(key)
-            gone |= at < 0
-            key = np.maximum(at, 0).astype(np.int64)
-            continue
-        j, radix = step
-        a = codes_q[:, j]
-        gone |= (a < 0) | (a >= radix)  # a code no original row holds in the column
-        key = key * radix + np.clip(a, 0, radix - 1)
-    out = keys.kinds.get_indexer(key).astype(np.int64)
-    out[gone] = -1
-    return out
-
-
-def _keys_of(original: Matrix, grid: Any, codes_o: np.ndarray, cols: Sequence[int]
-             ) -> OriginalKeys:
-    """The original's keys on ``cols`` of one of its grids (its codes, or numbers binned),
-    kept on its matrix."""
-    return original.derived(("keys", grid, tuple(int(j) for j in cols)),
-                            partial(original_keys, codes_o, cols))
+    key_q[gone_q] = -1
+    key_o[gone_o] = -1
+    return key_q, key_o
 
 
 def key_columns(w: Weights, n_original: int, m: int) -> list[list[int]]:
@@ -304,20 +249,19 @@ def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
     m = sub.codes.shape[1]
     found_q, found_o = [], []
     numeric = set(int(j) for j in w.numeric)
-    grids: list[tuple[np.ndarray, np.ndarray, Any]]
     if fuzzy:
         grids = [(binned(sub, w, shift), original.derived(
-            ("binned", shift, w.tolerance.tobytes()), partial(binned, original, w, shift)),
-                  ("binned", shift, w.tolerance.tobytes())) for shift in (False, True)]
+            ("binned", shift, w.tolerance.tobytes()), partial(binned, original, w, shift)))
+                 for shift in (False, True)]
     else:
-        grids = [(sub.codes, original.codes, "codes")]
+        grids = [(sub.codes, original.codes)]
     keys = ([list(range(m))] + key_columns(w, original.codes.shape[0], m)) if m else []
     for i, cols in enumerate(keys):
         if fuzzy and not numeric & set(cols):
             continue  # the same key as the exact pass's
-        for codes_q, codes_o, grid in grids:
-            keys_o = _keys_of(original, grid, codes_o, cols)
-            q, o = _pairs_on(query_keys(codes_q, keys_o), keys_o, CAP_ALL if i == 0 else CAP)
+        for codes_q, codes_o in grids:
+            kq, ko = _keys(codes_q, codes_o, cols)
+            q, o = _pairs_on(kq, ko, CAP_ALL if i == 0 else CAP)
             found_q.append(q)
             found_o.append(o)
     if fuzzy:
@@ -455,10 +399,9 @@ def _identical(query: Matrix, original: Matrix, rows: np.ndarray, exclude_self: 
     m = query.codes.shape[1]
     if m == 0 or rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    keys = _keys_of(original, "codes", original.codes, list(range(m)))
-    kq, ko = query_keys(query.codes[rows], keys), keys.dense
-    # the original rows with a key some query row holds
-    ok_o = np.flatnonzero(keys.positions(unique(kq[kq >= 0]))[ko] >= 0)
+    kq, ko = _keys(query.codes[rows], original.codes, list(range(m)))
+    # the original rows with a key some query row holds (a hash of the query's keys)
+    ok_o = np.flatnonzero(pd.Index(unique(kq[kq >= 0])).get_indexer(ko) >= 0)
     order_o = ok_o[np.lexsort((ok_o, ko[ok_o]))]
     keys_o = ko[order_o]
     ok_q = np.flatnonzero(kq >= 0)

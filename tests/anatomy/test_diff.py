@@ -193,28 +193,3 @@ def test_merged_labels_are_learned_on_the_gates_few_columns(tmp_path):
     assert region.transform == "generalized", region.to_dict()
     assert "region" in result.label_maps
     assert result.label_maps["region"]["South-West"] == "South"
-
-
-@pytest.mark.parametrize("wide", [False, True])
-def test_the_originals_keys_pair_exactly_the_rows_equal_on_the_columns(wide):
-    """The original's keys are made once and the query's rows look them up: a pair shares a
-    key exactly where both rows show the same codes on every key column, also where the
-    running key overflows and is made dense (``wide``), where a query code is one no original
-    row holds, and where a cell is missing (-1)."""
-    from riskcore.anatomy.linkage import _pairs_on, original_keys, query_keys
-
-    rng = np.random.default_rng(5)
-    top = 2**21 if wide else 4  # three columns of 2**21 codes overflow the running key
-    originals = rng.integers(-1, 3, size=(300, 4))
-    originals[:, :3] = np.where(originals[:, :3] >= 0, originals[:, :3] * top, -1)
-    queries = originals[rng.integers(0, 300, 120)].copy()
-    queries[:20, 1] = top * 3  # a code beyond every original row's
-    queries[20:30, 2] = -1
-    cols = [0, 1, 2]
-    keys = original_keys(originals, cols)
-    assert any(not isinstance(s, tuple) for s in keys.steps) == wide
-    q, o = _pairs_on(query_keys(queries, keys), keys, cap=10**6)
-    expected = {(i, j) for i in range(len(queries)) for j in range(len(originals))
-                if (queries[i, cols] >= 0).all() and (originals[j, cols] >= 0).all()
-                and (queries[i, cols] == originals[j, cols]).all()}
-    assert expected and set(zip(q.tolist(), o.tolist())) == expected

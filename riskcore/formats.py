@@ -175,6 +175,24 @@ def _canonical_all(values: pd.Series) -> pd.Series:
     return values.map(_canonical)
 
 
+def _integer_dtype(s: pd.Series) -> bool:
+    return pd.api.types.is_integer_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+
+
+def _integer_text(s: pd.Series) -> pd.Series:
+    """A typed integer column as its canonical text (:func:`_canonical_all`: an integer's
+    decimal digits), a Categorical whose categories come in the values' first appearance, as
+    :func:`riskcore.data.map_distinct` gives them; in bulk: distinct integers have distinct
+    digits, so the distinct values need no second hash pass."""
+    import pyarrow as pa
+
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    digits = pa.array(np.asarray(uniques)).cast(pa.large_string())
+    categories = pd.Index(pd.array(digits, dtype="str"))
+    return pd.Series(pd.Categorical.from_codes(np.asarray(codes), categories=categories),
+                     index=s.index)
+
+
 def _all_numbers(s: pd.Series) -> bool:
     if pd.api.types.is_bool_dtype(s.dtype):
         return False
@@ -228,7 +246,8 @@ def canonical_numbers(frames: Mapping[str, pd.DataFrame], columns: Sequence[str]
         for name, s in present.items():
             if out[name] is frames[name]:
                 out[name] = frames[name].copy(deep=False)
-            out[name][col] = map_distinct(s, _canonical_all)
+            out[name][col] = _integer_text(s) if _integer_dtype(s) and len(s) else \
+                map_distinct(s, _canonical_all)
         formats[col] = ColumnFormat(col, ColumnType.CATEGORICAL.value,
                                     "numbers compared by value ('1.0' is '1')")
     return out, formats

@@ -150,7 +150,20 @@ def weights(columns: Sequence[ColumnDomain], original: Matrix, seed: int = 0) ->
     return Weights(np.log2(M / u), np.log2((1 - M) / (1 - u)), numeric_index, tolerance, u)
 
 
-def _pairs_on(key_q: np.ndarray, key_o: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
+def _rank_in(wanted: np.ndarray, keys: np.ndarray, span: int) -> np.ndarray:
+    """Per key (in [0, span), or -1), its index in ``wanted`` (sorted distinct keys), -1 where
+    it is not there: a hash of ``wanted``, or where the keys span few values, a table of them
+    (one gather instead of a hash probe per row; -1 reads the table's last cell, -1)."""
+    if span <= 2 * keys.size + 4096:
+        table = np.full(span + 1, -1, dtype=np.int64)
+        table[wanted] = np.arange(wanted.size)
+        at: np.ndarray = table[keys]
+        return at
+    return np.asarray(pd.Index(wanted).get_indexer(keys), dtype=np.int64)
+
+
+def _pairs_on(key_q: np.ndarray, key_o: np.ndarray, span: int, cap: int
+              ) -> tuple[np.ndarray, np.ndarray]:
     """(query row, original row) pairs that share a key (-1: no key), blocks of at most ``cap``
     original rows; the query's few keys are looked up in a hash of them (the original's rows
     are never sorted: only those whose key some query row holds)."""
@@ -158,11 +171,11 @@ def _pairs_on(key_q: np.ndarray, key_o: np.ndarray, cap: int) -> tuple[np.ndarra
     if ok_q.size == 0 or key_o.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     wanted = unique(key_q[ok_q])
-    at = pd.Index(wanted).get_indexer(key_o)  # -1 where no query row holds the key
+    at = _rank_in(wanted, key_o, span)  # -1 where no query row holds the key
     hit = np.flatnonzero(at >= 0)
     if hit.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    order = hit[np.argsort(at[hit], kind="stable")]  # by key, rows in order within one
+    order = hit[_stable_order(at[hit], wanted.size)]  # by key, rows in order within one
     counts = np.bincount(at[hit], minlength=wanted.size)
     starts = np.cumsum(counts) - counts
     block = np.searchsorted(wanted, key_q[ok_q])
@@ -175,6 +188,14 @@ def _pairs_on(key_q: np.ndarray, key_o: np.ndarray, cap: int) -> tuple[np.ndarra
     offsets = np.repeat(lo - np.concatenate(([0], np.cumsum(size)[:-1])), size)
     pos = np.arange(rep_q.size) + offsets
     return rep_q, order[pos]
+
+
+def _stable_order(values: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` of values in [0, bound): in 16 bits when they fit,
+    where numpy sorts by radix (linear) instead of merging."""
+    if bound <= 1 << 16:
+        return np.argsort(values.astype(np.uint16), kind="stable")
+    return np.argsort(values, kind="stable")
 
 
 def binned(m: Matrix, w: Weights, shift: bool) -> np.ndarray:
@@ -191,11 +212,11 @@ def binned(m: Matrix, w: Weights, shift: bool) -> np.ndarray:
 
 
 def _keys(codes_q: np.ndarray, codes_o: np.ndarray, cols: Sequence[int]
-          ) -> tuple[np.ndarray, np.ndarray]:
+          ) -> tuple[np.ndarray, np.ndarray, int]:
     """Joint keys of the query and original rows on ``cols`` (-1 where a cell is missing or
-    suppressed): each row's codes read as one number in mixed radix, the running key made
-    dense (a hash pass) only where the next column would overflow it; equal keys, equal cells.
-    """
+    suppressed), and their span (every key is below it): each row's codes read as one number
+    in mixed radix, the running key made dense (a hash pass) only where the next column would
+    overflow it; equal keys, equal cells."""
     n_q = codes_q.shape[0]
     key_q = np.zeros(n_q, np.int64)
     key_o = np.zeros(codes_o.shape[0], np.int64)
@@ -211,12 +232,15 @@ def _keys(codes_q: np.ndarray, codes_o: np.ndarray, cols: Sequence[int]
             dense, kinds = pd.factorize(np.concatenate([key_q, key_o]))
             key_q, key_o = dense[:n_q].astype(np.int64), dense[n_q:].astype(np.int64)
             span = max(len(kinds), 1)
-        key_q = key_q * radix + np.maximum(a, 0)
-        key_o = key_o * radix + np.maximum(b, 0)
+        # in place (no array of a million keys made per column); a missing cell's -1 only
+        # shifts the key of a row that ends as no key
+        for key, c in ((key_q, a), (key_o, b)):
+            np.multiply(key, radix, out=key)
+            np.add(key, c, out=key)
         span *= radix
     key_q[gone_q] = -1
     key_o[gone_o] = -1
-    return key_q, key_o
+    return key_q, key_o, span
 
 
 def key_columns(w: Weights, n_original: int, m: int) -> list[list[int]]:
@@ -260,8 +284,8 @@ def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
         if fuzzy and not numeric & set(cols):
             continue  # the same key as the exact pass's
         for codes_q, codes_o in grids:
-            kq, ko = _keys(codes_q, codes_o, cols)
-            q, o = _pairs_on(kq, ko, CAP_ALL if i == 0 else CAP)
+            kq, ko, span = _keys(codes_q, codes_o, cols)
+            q, o = _pairs_on(kq, ko, span, CAP_ALL if i == 0 else CAP)
             found_q.append(q)
             found_o.append(o)
     if fuzzy:
@@ -399,10 +423,13 @@ def _identical(query: Matrix, original: Matrix, rows: np.ndarray, exclude_self: 
     m = query.codes.shape[1]
     if m == 0 or rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    kq, ko = _keys(query.codes[rows], original.codes, list(range(m)))
-    # the original rows with a key some query row holds (a hash of the query's keys)
-    ok_o = np.flatnonzero(pd.Index(unique(kq[kq >= 0])).get_indexer(ko) >= 0)
-    order_o = ok_o[np.lexsort((ok_o, ko[ok_o]))]
+    kq, ko, span = _keys(query.codes[rows], original.codes, list(range(m)))
+    # the original rows with a key some query row holds (a hash of the query's keys), by key
+    # and row (the rank of its key among the query's keys orders as the key does)
+    wanted = unique(kq[kq >= 0])
+    at = _rank_in(wanted, ko, span)
+    ok_o = np.flatnonzero(at >= 0)
+    order_o = ok_o[_stable_order(at[ok_o], wanted.size)]
     keys_o = ko[order_o]
     ok_q = np.flatnonzero(kq >= 0)
     order_q = ok_q[np.lexsort((ok_q, kq[ok_q]))]

@@ -193,3 +193,28 @@ def test_merged_labels_are_learned_on_the_gates_few_columns(tmp_path):
     assert region.transform == "generalized", region.to_dict()
     assert "region" in result.label_maps
     assert result.label_maps["region"]["South-West"] == "South"
+
+
+@pytest.mark.parametrize("top", [4, 2**21], ids=["few-values", "overflowing"])
+def test_blocking_keys_pair_exactly_the_rows_equal_on_the_columns(top):
+    """The keys the linkage blocks on (built in place, a missing cell's -1 folded in, the
+    query's keys looked up in a table or a hash) pair a query row with an original row exactly
+    where both show the same codes on every key column; three columns of 2**22 codes
+    overflow the running key, which is then made dense."""
+    from riskcore.anatomy.linkage import _keys, _pairs_on
+
+    rng = np.random.default_rng(5)
+    originals = rng.integers(-1, 3, size=(300, 4))
+    originals[:, :3] = np.where(originals[:, :3] >= 0, originals[:, :3] * top, -1)
+    queries = originals[rng.integers(0, 300, 120)].copy()
+    queries[:20, 1] = top * 3  # a code no original row holds
+    queries[20:30, 2] = -1
+    cols = [0, 1, 2]
+    kq, ko, span = _keys(queries, originals, cols)
+    assert (kq < span).all() and (ko < span).all()
+    q, o = _pairs_on(kq, ko, span, cap=10**6)
+    expected = {(i, j) for i in range(len(queries)) for j in range(len(originals))
+                if (queries[i, cols] >= 0).all() and (originals[j, cols] >= 0).all()
+                and (queries[i, cols] == originals[j, cols]).all()}
+    assert expected and set(zip(q.tolist(), o.tolist())) == expected
+    assert len(q) == len(expected)

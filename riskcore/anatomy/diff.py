@@ -188,10 +188,13 @@ def _frame(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return df[[c for c in columns if c in df.columns]]
 
 
-def _link_all(doms: Sequence[ColumnDomain], seed: int) -> tuple[Links, Weights, Matrix]:
+def _link_all(doms: Sequence[ColumnDomain], seed: int, earlier: Matrix | None = None
+              ) -> tuple[Links, Weights, Matrix]:
     """The released rows linked to the original; the weights, and the original's matrix
-    (chance's rows are linked to it next: what is derived from it is kept)."""
+    (chance's rows are linked to it next: what is derived from it is kept). ``earlier``: the
+    original's matrix before labels were learned (its numbers' sorted orders still hold)."""
     original = matrices(doms, "original")
+    original.keep_numbers_from(earlier)
     w = weights(doms, original, seed)
     return link(matrices(doms, "released"), original, w), w, original
 
@@ -381,7 +384,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     links, w, ori = _link_all(list(usable.values()), seed)
     learned = _learn_labels(doms, usable, links)
     if learned:
-        links, w, ori = _link_all(list(usable.values()), seed)
+        links, w, ori = _link_all(list(usable.values()), seed, ori)
         evidence.append(f"labels learned from the rows that link on the other columns: "
                         f"{', '.join(learned)}")
     chance_table = "control" if control is not None else "original"

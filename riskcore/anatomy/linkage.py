@@ -77,6 +77,10 @@ class Links:
     best_quality: np.ndarray
 
 
+#: what a matrix derives from its numbers alone (:meth:`Matrix.keep_numbers_from`)
+NUMBERS_ONLY = ("order", "sorted columns")
+
+
 @dataclass(frozen=True)
 class Matrix:
     """The comparable columns of one table: codes (n, m) and numbers (n, k); ``memo`` keeps
@@ -92,6 +96,16 @@ class Matrix:
         if key not in self.memo:
             self.memo[key] = make()
         return self.memo[key]
+
+    def keep_numbers_from(self, earlier: Matrix | None) -> None:
+        """What ``earlier`` derived from its numbers alone (their sorted orders), where they
+        are these numbers (labels learned change codes, never numbers)."""
+        if earlier is None or earlier.numbers.shape != self.numbers.shape or \
+                not np.array_equal(earlier.numbers, self.numbers, equal_nan=True):
+            return
+        for key, value in earlier.memo.items():
+            if key in NUMBERS_ONLY or (isinstance(key, tuple) and key[0] in NUMBERS_ONLY):
+                self.memo.setdefault(key, value)
 
 
 def _by_column(arrays: Sequence[np.ndarray], dtype: type) -> np.ndarray:

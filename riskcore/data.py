@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -81,6 +82,15 @@ def map_distinct(series: pd.Series, fn: Callable[[pd.Series], pd.Series],
     return pd.Series(pd.Categorical.from_codes(full, categories=pd.Index(new_uniques,
                                                                            dtype=kind)),
                      index=series.index)
+
+
+def integer_digits(values: Any) -> Any:
+    """Integers (a numpy or pandas array without missing values) as Arrow text, each its
+    decimal digits (its canonical text), written by Arrow in C++ with no Python string per
+    value: the reverse of :func:`arrow_numbers`."""
+    import pyarrow as pa
+
+    return pa.array(np.asarray(values)).cast(pa.large_string())
 
 
 def arrow_numbers(uniques: pd.Index) -> np.ndarray | None:

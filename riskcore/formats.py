@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .data import NUMBER_PATTERN, distinct, map_distinct, used_values, written_as_code
+from .data import (
+    NUMBER_PATTERN,
+    distinct,
+    integer_digits,
+    map_distinct,
+    used_values,
+    written_as_code,
+)
 from .errors import InputError
 from .identifiers import identifier_names
 from .roles import ColumnType
@@ -154,8 +161,6 @@ def _canonical_all(values: pd.Series) -> pd.Series:
     """:func:`_canonical` of each distinct value, in bulk where the answer is known: whole
     numbers of a typed column written by Arrow in C++ (an integer's decimal digits are its
     canonical text), text already canonical kept as it is; the rest one by one."""
-    import pyarrow as pa
-
     kind = pd.api.types.infer_dtype(values, skipna=False)
     if kind == "integer":
         try:
@@ -163,7 +168,7 @@ def _canonical_all(values: pd.Series) -> pd.Series:
         except OverflowError:  # beyond int64: Python's integers, one by one
             ints = None
         if ints is not None:
-            return pd.Series(pa.array(ints).cast(pa.string()).to_numpy(zero_copy_only=False),
+            return pd.Series(integer_digits(ints).to_numpy(zero_copy_only=False),
                              index=values.index, dtype=object)
     if kind == "string":
         done = pd.Series(values, dtype="str").str.match(_CANONICAL).to_numpy(bool)
@@ -184,11 +189,8 @@ def _integer_text(s: pd.Series) -> pd.Series:
     decimal digits), a Categorical whose categories come in the values' first appearance, as
     :func:`riskcore.data.map_distinct` gives them; in bulk: distinct integers have distinct
     digits, so the distinct values need no second hash pass."""
-    import pyarrow as pa
-
     codes, uniques = pd.factorize(s, use_na_sentinel=True)
-    digits = pa.array(np.asarray(uniques)).cast(pa.large_string())
-    categories = pd.Index(pd.array(digits, dtype="str"))
+    categories = pd.Index(pd.array(integer_digits(uniques), dtype="str"))
     return pd.Series(pd.Categorical.from_codes(np.asarray(codes), categories=categories),
                      index=s.index)
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..arrays import unique
-from ..data import distinct
+from ..data import distinct, integer_digits
 from .checked import checked_kinds
 from .checked_scan import scan_checked
 from .names import find_names
@@ -104,8 +104,8 @@ def as_text(uniques: pd.Index) -> Any:
     number in an integer column) as their digits; None for a column of other numbers."""
     import pyarrow as pa
 
-    if pd.api.types.is_integer_dtype(uniques.dtype):  # Arrow writes the digits
-        return pa.array(np.asarray(uniques)).cast(pa.large_string())
+    if pd.api.types.is_integer_dtype(uniques.dtype):
+        return integer_digits(uniques)
     values = np.asarray(uniques, dtype=object)
     if pd.api.types.is_float_dtype(uniques.dtype):
         if not (len(values) and all(float(v).is_integer() for v in values)):

@@ -179,8 +179,8 @@ def _rank_in(wanted: np.ndarray, keys: np.ndarray, span: int) -> np.ndarray:
 def _pairs_on(key_q: np.ndarray, key_o: np.ndarray, span: int, cap: int
               ) -> tuple[np.ndarray, np.ndarray]:
     """(query row, original row) pairs that share a key (-1: no key), blocks of at most ``cap``
-    original rows; the query's few keys are looked up in a hash of them (the original's rows
-    are never sorted: only those whose key some query row holds)."""
+    original rows; the original's keys are looked up among the query's few (:func:`_rank_in`),
+    and only the original rows whose key some query row holds are sorted."""
     ok_q = np.flatnonzero(key_q >= 0)
     if ok_q.size == 0 or key_o.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -438,8 +438,8 @@ def _identical(query: Matrix, original: Matrix, rows: np.ndarray, exclude_self: 
     if m == 0 or rows.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     kq, ko, span = _keys(query.codes[rows], original.codes, list(range(m)))
-    # the original rows with a key some query row holds (a hash of the query's keys), by key
-    # and row (the rank of its key among the query's keys orders as the key does)
+    # the original rows with a key some query row holds, by key and row (the rank of its key
+    # among the query's keys orders as the key does)
     wanted = unique(kq[kq >= 0])
     at = _rank_in(wanted, ko, span)
     ok_o = np.flatnonzero(at >= 0)

@@ -96,7 +96,8 @@ def integer_digits(values: Any) -> Any:
 def arrow_numbers(uniques: pd.Index) -> np.ndarray | None:
     """Distinct text values (Arrow-backed, as the loaders make them) parsed as float numbers
     by Arrow, surrounding whitespace ignored, in C++ with no Python string per value; None
-    when a value is not a plain number (the caller's pandas path then names it)."""
+    when a value is not a plain finite number (Arrow reads "inf" and "nan": the caller's
+    pandas path then reads it as pandas does, or names it)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -109,7 +110,7 @@ def arrow_numbers(uniques: pd.Index) -> np.ndarray | None:
     if parsed.null_count:
         return None
     values: np.ndarray = parsed.to_numpy(zero_copy_only=False)
-    return values
+    return values if bool(np.isfinite(values).all()) else None
 
 
 def number_series(series: pd.Series) -> pd.Series:
@@ -126,7 +127,7 @@ def number_series(series: pd.Series) -> pd.Series:
             pd.Index(text_series(np.asarray(uniques, dtype=object), all_text=True))
             if pd.api.types.infer_dtype(uniques, skipna=False) == "string" else None)
         fast = arrow_numbers(text) if text is not None else None
-        if fast is not None and bool(np.isfinite(fast).all()):
+        if fast is not None:
             return pd.Series(_take(fast, codes, np.nan), index=series.index, dtype=float)
     return map_distinct(series, lambda u: u, numeric=True)
 
@@ -371,7 +372,7 @@ def numeric_values(series: pd.Series, table: str, col: str) -> np.ndarray:
     if not (pd.api.types.is_numeric_dtype(series.dtype)):
         codes, uniques = distinct(series)
         fast = arrow_numbers(uniques)
-        if fast is not None and bool(np.isfinite(fast).all()):
+        if fast is not None:
             return _take(fast, codes, np.nan)
         text = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
         parsed = pd.to_numeric(text.where(text.isna(), text.astype(str).str.strip()),

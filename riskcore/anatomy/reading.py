@@ -160,7 +160,7 @@ def _numbers(values: pd.Index) -> np.ndarray:
     """Distinct values as floats: Arrow's parse of text already distinct (no hash pass to
     find what is distinct again), else :func:`number_series`."""
     fast = arrow_numbers(values)
-    if fast is not None and bool(np.isfinite(fast).all()):
+    if fast is not None:
         return fast
     return number_series(pd.Series(values)).to_numpy(dtype=float)
 

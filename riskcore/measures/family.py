@@ -342,6 +342,6 @@ def _label_numbers(categories: np.ndarray) -> np.ndarray:
 
     text = text_series(np.asarray(categories, dtype=object))
     fast = arrow_numbers(pd.Index(text)) if text.dtype == "str" else None
-    if fast is not None and bool(np.isfinite(fast).all()):
+    if fast is not None:
         return fast
     return pd.to_numeric(text.astype(str), errors="coerce").to_numpy(dtype=float)

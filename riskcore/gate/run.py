@@ -1,6 +1,7 @@
 """The release gate as plain functions: one sequence, two executors.
 
-load -> validate -> encode once -> measures -> policy -> (review) -> outputs. :func:`run_gate`
+load -> validate (the release's diff and its encoding beside) -> measures -> policy ->
+(review) -> outputs. :func:`run_gate`
 holds the sequence and the fail-closed rules; a :class:`Steps` executor runs each step, in this
 process (:class:`LocalSteps`, for tests and the library) or as Prefect tasks (the flow in
 ``riskgate.flows``). Outputs go under ``<output_url>/<release_id>/<run_id>/``; ``decision.json``
@@ -32,7 +33,7 @@ from ..redact import redact, redact_text
 from ..report.riskiest import example_records
 from ..results import MeasureResult, Record
 from ..storage import check_output_location
-from ..threads import family_threads, this_thread, thread_budget
+from ..threads import Beside, family_threads, this_thread, thread_budget
 from .cleanliness import (
     CleanlinessReport,
     validate_tables,
@@ -349,12 +350,14 @@ def _sequence(run: _Run) -> Decision:
         frames, prepared = run.timed("prepare", lambda: prepare_tables(gate.config, frames,
                                                                        infos))
     # the encoding starts beside the checks when the steps can run both at once (its result
-    # is used only if the checks pass; 0.25-0.35 s of a 1M-row gate's data work)
+    # is used only if the checks pass; 0.25-0.35 s of a 1M-row gate's data work), and so does
+    # the release's reading against its original (the diff: 2-3 s at 1M rows, on a sample)
     since = time.perf_counter()
     start_encode = getattr(steps, "start_encode", None)
     encoding: Callable[[bool], MeasureInputs] | None = (
         start_encode(gate, frames) if start_encode is not None else None)
-    report = _validate(run, frames, prepared, encoding)
+    diffing = Beside(partial(read_release, gate, frames), name="riskgate-diff")
+    report = _validate(run, frames, prepared, encoding, diffing, since)
     if not report.success:
         _discard(encoding)  # unclean data is never measured, whatever its encoding gave
         if run.record_flags:
@@ -396,15 +399,18 @@ def _sequence(run: _Run) -> Decision:
 
 
 def _validate(run: _Run, frames: dict[str, Any], prepared: Prepared | None,
-              encoding: Callable[[bool], MeasureInputs] | None) -> CleanlinessReport:
-    """The cleanliness checks (and, when they pass, the release read against its original):
-    validation.json, and the released rows flagged for an undeclared identifier."""
+              encoding: Callable[[bool], MeasureInputs] | None,
+              diffing: Beside[ReleaseDiff | None], since: float) -> CleanlinessReport:
+    """The cleanliness checks (and, when they pass, the release read against its original,
+    begun beside them at ``since``): validation.json, and the released rows flagged for an
+    undeclared identifier."""
     gate = run.gate
     try:
         report = run.timed("validate", lambda: run.steps.validate(gate, frames))
     except Exception as exc:
         if not isinstance(exc, Terminated):  # asked to stop: leave now, not after encoding
             _discard(encoding)
+            _discard_diff(diffing)
         raise
     if prepared is not None:
         report = report.with_prepared(prepared.checks, prepared.to_dict())
@@ -414,8 +420,10 @@ def _validate(run: _Run, frames: dict[str, Any], prepared: Prepared | None,
         run.timings["validate"] -= waited
         run.timings["gx_start"] = waited
     run.validation = report.to_dict()
-    if report.success:  # the release read against its original (riskgate diff)
-        release = run.timed("diff", lambda: read_release(gate, frames))
+    if not report.success:  # unclean data is never read against its original either
+        _discard_diff(diffing)
+    else:  # the release read against its original (riskgate diff)
+        release = run.timed("diff", diffing.wait, started=since)
         if release is not None:
             run.release = release
             run.validation["release"] = release.to_dict()
@@ -483,11 +491,16 @@ def read_release(gate: Gate, frames: Mapping[str, Any]) -> ReleaseDiff | None:
     (:func:`riskcore.anatomy.diff`: its kind, each column's transform and reading), for the
     validation record and the report; a mixed release's every row linked, for the families of
     equivalence classes (:func:`measure_release`). None for partitions."""
-    from ..anatomy import diff
-
     tables = {t: frames.get(t) for t in ("original", "released", "control")}
     if not all(isinstance(tables[t], pd.DataFrame) for t in ("original", "released")):
         return None
+    with progress.working("diff"):  # its span, when it runs beside the checks
+        return _read_release(gate, tables)
+
+
+def _read_release(gate: Gate, tables: Mapping[str, Any]) -> ReleaseDiff:
+    from ..anatomy import diff
+
     cfg = gate.config
     roles = cfg.role_spec
     cols = list(roles.measured_columns)
@@ -590,6 +603,15 @@ def _discard(encoding: Callable[[bool], MeasureInputs] | None) -> None:
         encoding(False)
     except Exception:
         log.debug("the encoding beside failed checks failed too", exc_info=True)
+
+
+def _discard_diff(diffing: Beside[ReleaseDiff | None]) -> None:
+    """Wait for the diff begun beside checks that did not pass and drop it (its error too):
+    the verdict is the checks'; no step runs on once the run has ended."""
+    try:
+        diffing.wait()
+    except Exception:
+        log.debug("the diff beside failed checks failed too", exc_info=True)
 
 
 def finish(run: _Run, decision: Decision) -> RunOutcome:

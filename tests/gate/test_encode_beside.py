@@ -153,3 +153,77 @@ def test_the_families_start_up_begins_with_the_run_and_ends_before_it_returns(
                        steps=LocalSteps())
     assert outcome.verdict == "REJECTED"
     assert begun[1][1].cancelled and not begun[1][1].is_alive()
+
+
+def _reading_beside(monkeypatch: Any, fail: bool = False) -> list[tuple[str, bool]]:
+    """Record each reading of the release against its original (the diff): whether it ran
+    in the gate's main thread and whether it had ended when the run returned."""
+    import threading
+
+    from riskcore.gate import run as gate_run
+
+    calls: list[tuple[str, bool]] = []
+    real = gate_run.read_release
+
+    def reading(gate: Gate, frames: Any) -> Any:
+        calls.append(("main" if threading.current_thread() is threading.main_thread()
+                      else "beside", False))
+        if fail:
+            raise InputError("column 'region' of table 'released' cannot be read")
+        out = real(gate, frames)
+        calls[-1] = (calls[-1][0], True)
+        return out
+
+    monkeypatch.setattr(gate_run, "read_release", reading)
+    return calls
+
+
+def test_the_release_is_read_against_its_original_beside_the_checks(example_files, tmp_path,
+                                                                   monkeypatch):
+    """The diff (2-3 s of a 1M-row gate) runs in a thread beside the checks and gives what
+    it gives alone: the same validation record's release section, its span recorded."""
+    from riskcore.gate.run import read_release
+
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"))
+    gate = load_gate(cfg)
+    frames = {"original": pd.read_csv(example_files["original"]),
+              "released": pd.read_csv(example_files["released"])}
+    from riskcore.gate.prepare import prepare_tables
+
+    alone = read_release(gate, prepare_tables(gate.config, frames, [])[0])
+    calls = _reading_beside(monkeypatch)
+    outcome = run_gate(gate, "run-diff-beside", steps=LocalSteps())
+    assert calls == [("beside", True)]
+    folder = Path(outcome.decision_url).parent
+    written = json.loads((folder / "validation.json").read_text())["release"]
+    assert alone is not None and written["kind"] == alone.kind == "kept"
+    assert written == json.loads(json.dumps(alone.to_dict()))
+    timings = _decision(outcome)["timings"]
+    assert 0.0 <= timings["diff_beside"] <= timings["diff"]
+
+
+def test_unclean_data_is_rejected_for_the_checks_whatever_the_diff_gave(
+        example_files, tmp_path, monkeypatch):
+    released = pd.read_csv(example_files["released"], dtype=str)
+    released.loc[3, "region"] = "no\x07rth"
+    path = tmp_path / "released.csv"
+    released.to_csv(path, index=False)
+    calls = _reading_beside(monkeypatch, fail=True)
+    cfg = gate_config(str(example_files["original"]), str(path), str(tmp_path / "out"))
+    outcome = run_gate(load_gate(cfg), "run-unclean-diff", steps=LocalSteps())
+    assert outcome.verdict == "REJECTED"
+    assert not any("cannot be read" in r for r in outcome.reasons)
+    assert len(calls) == 1
+    assert "release" not in json.loads(
+        (Path(outcome.folder) / "validation.json").read_text())
+
+
+def test_a_diff_error_of_clean_data_is_the_run_s_error(example_files, tmp_path, monkeypatch):
+    _reading_beside(monkeypatch, fail=True)
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"))
+    outcome = run_gate(load_gate(cfg), "run-diff-error", steps=LocalSteps())
+    assert outcome.verdict == "ERROR"
+    assert any("column 'region' of table 'released' cannot be read" in r
+               for r in outcome.reasons), outcome.reasons

@@ -32,6 +32,7 @@ from ..data import (
     NUMBER_PATTERN,
     arrow_numbers,
     as_text,
+    digit_codes,
     number_series,
     used_values,
     written_as_code,
@@ -128,7 +129,7 @@ def read_column(name: str, columns: Sequence[pd.Series],
     values = np.concatenate([_numbers(used_values(s)) for s in present])
     values = values[np.isfinite(values)]
     whole = bool(values.size) and bool(np.all(values == np.round(values)))
-    distinct = np.unique(values)
+    distinct = pd.unique(values + 0.0)  # its size and range alone (+ 0.0: -0 is 0); hashed
     if named(name, QUANTITY_WORDS) and not named(name, ("id", "code", "zip", "puma")):
         return ColumnReading(name, "numeric", False, ("named like a quantity",))
     if whole and named(name, CODE_WORDS):
@@ -183,8 +184,10 @@ def _all_numbers(series: pd.Series) -> bool:
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return True
     values = used_values(series)
-    return bool(len(values)) and bool(as_text(values, series.dtype).str.match(
-        NUMBER_PATTERN).all())
+    if not len(values):
+        return False
+    text = as_text(values, series.dtype)
+    return digit_codes(text) is not None or bool(text.str.match(NUMBER_PATTERN).all())
 
 
 def read_columns(frames: Mapping[str, pd.DataFrame], names: Sequence[str],
@@ -229,7 +232,10 @@ def marker_candidates(series: pd.Series) -> tuple[str, ...]:
             return ()
         return tuple(sorted(str(v) for v in np.unique(numbers[marked])))
     # text as Arrow strings where every value is one (stripped and matched in C++)
-    values = as_text(used, series.dtype).str.strip()
+    values = as_text(used, series.dtype)
+    if digit_codes(values) is not None:  # plain digits, every one: no token, no minus
+        return ()
+    values = values.str.strip()
     is_number = values.str.match(NUMBER_PATTERN).to_numpy(dtype=bool, na_value=False)
     in_set = values.isin(list(MARKER_CANDIDATES)).to_numpy(dtype=bool)
     if (~is_number & ~in_set).any() or not is_number.any():

@@ -2,10 +2,11 @@
 
 load -> validate (the release's diff and its encoding beside) -> measures -> policy ->
 (review) -> outputs. :func:`run_gate` holds the sequence and the fail-closed rules; a
-:class:`Steps` executor runs each step, in this process (:class:`LocalSteps`, for tests and the library) or as Prefect tasks (the flow in
-``riskgate.flows``). Outputs go under ``<output_url>/<release_id>/<run_id>/``; ``decision.json``
-is written last, so a reader that sees it sees a complete run, and a finished run folder is
-never written again. Everything written passes :func:`riskcore.redact.redact`.
+:class:`Steps` executor runs each step, in this process (:class:`LocalSteps`, for tests and
+the library) or as Prefect tasks (the flow in ``riskgate.flows``). Outputs go under
+``<output_url>/<release_id>/<run_id>/``; ``decision.json`` is written last, so a reader that
+sees it sees a complete run, and a finished run folder is never written again. Everything
+written passes :func:`riskcore.redact.redact`.
 """
 
 from __future__ import annotations

@@ -347,31 +347,28 @@ def test_a_pipeline_with_write_access_alone_triggers_its_gate(ops):
             "Body"].read())
         assert bound["folder"] == "s3://ops-releases/census/v3/"
         # a manifest that names its own control is refused, and its ERROR is filed under the
-        # release it names, where the pipeline looks (while the watcher looks twice more)
+        # release it names, where the pipeline looks (while the watcher looks twice more);
+        # manifests that cannot be judged are filed where the pipeline looks, under their
+        # folder's path when they name no release id that can be read: one over 64 KB, one
+        # nested 30,000 arrays deep, one borrowing another folder's release id (written once
+        # that folder's release id is bound: all four in one look of the watcher)
         steer = write.replace("census/v3/", "census/v4/").replace(
             "'released': 'released.csv',", "'released': 'released.csv', 'control': "
             "'released.csv',").replace("'ops-manifest'", "'ops-manifest-steered'")
-        done = subprocess.run([sys.executable, "-c", steer], env=pipeline, cwd=ROOT,
+        hostile = {"v5": "b'{\"release_id\": \"ops-huge\", \"pad\": \"' + b'x' * 70000 + b'\"}'",
+                   "v6": "b'{\"release_id\": ' + b'[' * 30000 + b']' * 30000 + b'}'",
+                   "v7": "json.dumps({'release_id': 'ops-manifest', 'released': "
+                         "'released.csv'}).encode()"}
+        code = steer + "".join(
+            f"write_bytes('s3://ops-releases/census/{folder}/release.json', {body}, "
+            "overwrite=True)\n" for folder, body in hostile.items())
+        done = subprocess.run([sys.executable, "-c", code], env=pipeline, cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         steered = _wait_for_decision(ops, "ops-manifest-steered")
         assert steered["verdict"] == "ERROR", steered["reasons"]
         assert "payload key 'control' is not allowed" in steered["reasons"][0]
         assert steered["trigger"]["manifest"] == "s3://ops-releases/census/v4/release.json"
-        # manifests that cannot be judged are filed where the pipeline looks, under their
-        # folder's path when they name no release id that can be read: one over 64 KB, one
-        # nested 30,000 arrays deep, one borrowing another folder's release id
-        hostile = {"v5": "b'{\"release_id\": \"ops-huge\", \"pad\": \"' + b'x' * 70000 + b'\"}'",
-                   "v6": "b'{\"release_id\": ' + b'[' * 30000 + b']' * 30000 + b'}'",
-                   "v7": "json.dumps({'release_id': 'ops-manifest', 'released': "
-                         "'released.csv'}).encode()"}
-        for folder, body in hostile.items():
-            code = ("import json\nfrom riskcore.storage import write_bytes\n"
-                    f"write_bytes('s3://ops-releases/census/{folder}/release.json', {body}, "
-                    "overwrite=True)\n")
-            done = subprocess.run([sys.executable, "-c", code], env=pipeline, cwd=ROOT,
-                                  capture_output=True, text=True, timeout=120)
-            assert done.returncode == 0, done.stderr
         reasons = {folder: _wait_for_decision(ops, f"ops-releases-census-{folder}")["reasons"][0]
                    for folder in hostile}
         assert "above the limit of 0.1 MB; a manifest names a few files" in reasons["v5"], \

@@ -10,7 +10,10 @@ $(VENV)/.synced: pyproject.toml uv.lock
 	$(UV) sync --frozen --all-groups --all-extras
 	@touch $@
 
+# the project's own modules compiled once (uv compiles the dependencies): every gate, flow
+# run and helper process would compile them again where PYTHONDONTWRITEBYTECODE is set
 env: $(VENV)/.synced
+	@$(PY) -m compileall -q riskcore tasks flows
 
 # ruff and mypy first (they take seconds), then the suite
 test: lint

@@ -31,6 +31,7 @@ from .data import (
     distinct,
     integer_digits,
     map_distinct,
+    unique_categories,
     used_values,
     written_as_code,
 )
@@ -191,8 +192,8 @@ def _integer_text(s: pd.Series) -> pd.Series:
     digits, so the distinct values need no second hash pass."""
     codes, uniques = pd.factorize(s, use_na_sentinel=True)
     categories = pd.Index(pd.array(integer_digits(uniques), dtype="str"))
-    return pd.Series(pd.Categorical.from_codes(np.asarray(codes), categories=categories),
-                     index=s.index)
+    return pd.Series(pd.Categorical.from_codes(
+        np.asarray(codes), dtype=unique_categories(categories), validate=False), index=s.index)
 
 
 def _all_numbers(s: pd.Series) -> bool:

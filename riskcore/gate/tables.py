@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..data import ColumnType, distinct, looks_numeric, numeric_values
+from ..data import ColumnType, distinct, looks_numeric, numeric_values, unique_categories
 from ..errors import ConfigError, InputError, StorageError
 from ..formats import Markers, apply_markers, refuse_unsafe_names
 from ..redact import redact_text
@@ -461,20 +461,7 @@ def _categorical(column: pa.ChunkedArray) -> pd.Categorical:
     categories = pd.Index(encoded.dictionary.to_pandas())
     codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
     return pd.Categorical.from_codes(codes.astype(np.int32, copy=False),
-                                     dtype=_unique_categories(categories), validate=False)
-
-
-def _unique_categories(categories: pd.Index) -> pd.CategoricalDtype:
-    """The dtype of categories known to be distinct (an Arrow dictionary is, by construction),
-    without pandas hashing them all again to check (0.2 s for two tables of 1M rows with an
-    identifier-like column); pandas' own check where its fast path is missing."""
-    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)
-    if fast is not None:
-        try:
-            return fast(categories, ordered=False)  # type: ignore[no-any-return]
-        except TypeError:
-            pass
-    return pd.CategoricalDtype(categories)
+                                     dtype=unique_categories(categories), validate=False)
 
 
 def _refuse_merged_rows(df: pd.DataFrame, data: bytes, breaks: LineBreaks, sep: str,

@@ -199,7 +199,9 @@ def used_values(series: pd.Series) -> pd.Index:
     """The distinct non-missing values that occur in a column, in the column's own type (a
     Categorical's unused categories left out)."""
     codes, uniques = distinct(series)
-    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(uniques)))
+    shifted = codes.astype(np.intp)  # missing (-1) counted in slot 0: no masked copy
+    shifted += 1
+    used = np.flatnonzero(np.bincount(shifted, minlength=len(uniques) + 1)[1:])
     return uniques.take(used)
 
 

@@ -359,7 +359,8 @@ def _sequence(run: _Run) -> Decision:
     diffing = Beside(partial(read_release, gate, frames), name="riskgate-diff")
     report = _validate(run, frames, prepared, encoding, diffing, since)
     if not report.success:
-        _discard(encoding)  # unclean data is never measured, whatever its encoding gave
+        # unclean data is never measured, whatever its encoding gave
+        _discard(None if encoding is None else partial(encoding, False), "encoding")
         if run.record_flags:
             run.per_record = per_record_frame({}, len(run.record_flags["identifier"]),
                                               run.record_flags)
@@ -409,8 +410,8 @@ def _validate(run: _Run, frames: dict[str, Any], prepared: Prepared | None,
         report = run.timed("validate", lambda: run.steps.validate(gate, frames))
     except Exception as exc:
         if not isinstance(exc, Terminated):  # asked to stop: leave now, not after encoding
-            _discard(encoding)
-            _discard_diff(diffing)
+            _discard(None if encoding is None else partial(encoding, False), "encoding")
+            _discard(diffing.wait, "diff")
         raise
     if prepared is not None:
         report = report.with_prepared(prepared.checks, prepared.to_dict())
@@ -421,7 +422,7 @@ def _validate(run: _Run, frames: dict[str, Any], prepared: Prepared | None,
         run.timings["gx_start"] = waited
     run.validation = report.to_dict()
     if not report.success:  # unclean data is never read against its original either
-        _discard_diff(diffing)
+        _discard(diffing.wait, "diff")
     else:  # the release read against its original (riskgate diff)
         release = run.timed("diff", diffing.wait, started=since)
         if release is not None:
@@ -593,25 +594,16 @@ def judge_both_controls(run: _Run, inputs: MeasureInputs, lineage: Any,
     return results, errors, decision
 
 
-def _discard(encoding: Callable[[bool], MeasureInputs] | None) -> None:
-    """Wait for an encoding started beside checks that did not pass, and drop its outcome
-    (an error of unclean data included): the verdict is the checks'. Waiting keeps no step
-    running once the run has ended."""
-    if encoding is None:
+def _discard(wait: Callable[[], object] | None, what: str) -> None:
+    """Wait for a step begun beside checks that did not pass (the encoding, the diff) and
+    drop its outcome (an error of unclean data included): the verdict is the checks'.
+    Waiting keeps no step running once the run has ended."""
+    if wait is None:
         return
     try:
-        encoding(False)
+        wait()
     except Exception:
-        log.debug("the encoding beside failed checks failed too", exc_info=True)
-
-
-def _discard_diff(diffing: Beside[ReleaseDiff | None]) -> None:
-    """Wait for the diff begun beside checks that did not pass and drop it (its error too):
-    the verdict is the checks'; no step runs on once the run has ended."""
-    try:
-        diffing.wait()
-    except Exception:
-        log.debug("the diff beside failed checks failed too", exc_info=True)
+        log.debug("the %s beside failed checks failed too", what, exc_info=True)
 
 
 def finish(run: _Run, decision: Decision) -> RunOutcome:

@@ -21,7 +21,7 @@ from .roles import ColumnType, MissingPolicy, Roles
 __all__ = ["ColumnType", "EncodedColumn", "EncodedTable", "MissingPolicy", "NUMBER_PATTERN",
            "Roles", "check_columns", "digit_codes", "distinct", "encode_table", "encode_tables",
            "infer_type", "infinite_rows", "looks_numeric", "map_distinct", "number_series",
-           "numeric_values", "unique_categories", "written_as_code"]
+           "numeric_values", "plain_digits", "unique_categories", "written_as_code"]
 
 
 #: the one number syntax riskgate accepts in text cells (the loader, the encoder and the
@@ -205,6 +205,15 @@ def used_values(series: pd.Series) -> pd.Index:
     return uniques.take(used)
 
 
+def plain_digits(values: Any) -> bool:
+    """Every one of these Arrow strings (some, none missing) is plain ASCII digits, by
+    Arrow's character test (3 ms for 432,000 values; a regular expression takes 50)."""
+    import pyarrow.compute as pc
+
+    return bool(len(values)) and not values.null_count and bool(
+        pc.all(pc.ascii_is_decimal(values)).as_py())
+
+
 def digit_codes(text: pd.Series) -> np.ndarray | None:
     """Of text values (Arrow-backed) that are every one plain ASCII digits, an identifier's
     or a code's, the commonest column of many distinct values: which are written as codes
@@ -216,10 +225,10 @@ def digit_codes(text: pd.Series) -> np.ndarray | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not isinstance(text.array, pd.arrays.ArrowStringArray) or not len(text):
+    if not isinstance(text.array, pd.arrays.ArrowStringArray):
         return None
     values = pa.array(text.array)
-    if values.null_count or not pc.all(pc.ascii_is_decimal(values)).as_py():
+    if not plain_digits(values):
         return None
     length = pc.binary_length(values)  # ASCII digits: one byte each
     code = pc.or_(pc.greater_equal(length, 16),

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..arrays import unique
-from ..data import distinct, integer_digits
+from ..data import distinct, integer_digits, plain_digits
 from .checked import checked_kinds
 from .checked_scan import scan_checked
 from .names import find_names
@@ -225,7 +225,7 @@ def scan_column(table: str, column: str, series: pd.Series,
 
     # a column of digits alone (an id, a code, a number) holds no e-mail address (an @), IP
     # address (a dot or colon), URL (a slash) nor name (letters): one pass instead of theirs
-    digits = not _mask(arrow, "[^0-9]").any()
+    digits = plain_digits(arrow)
     if not digits:
         valid, candidates = _pattern_kind(EMAIL, arrow, strings)
         add(EMAIL.name, np.asarray(valid, dtype=np.int64), candidates, {})

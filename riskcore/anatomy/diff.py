@@ -39,7 +39,7 @@ import pandas as pd
 from ..roles import ColumnType
 from ..stats import normal_sf
 from .domain import ColumnDomain, column_domain, label_map, learn_labels
-from .linkage import Links, Matrix, Weights, link, matrices, weights
+from .linkage import Links, Matrix, Query, Weights, link_each, matrices, weights
 from .reading import ColumnReading, found_markers, read_columns
 
 #: released rows that must be original records for a release to be kept rows
@@ -188,26 +188,30 @@ def _frame(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return df[[c for c in columns if c in df.columns]]
 
 
-def _link_all(doms: Sequence[ColumnDomain], seed: int, earlier: Matrix | None = None
-              ) -> tuple[Links, Weights, Matrix]:
-    """The released rows linked to the original; the weights, and the original's matrix
-    (chance's rows are linked to it next: what is derived from it is kept). ``earlier``: the
-    original's matrix before labels were learned (its numbers' sorted orders still hold)."""
+def _original(doms: Sequence[ColumnDomain], seed: int, earlier: Matrix | None = None
+              ) -> tuple[Matrix, Weights]:
+    """The original's matrix and the weights read from it. ``earlier``: its matrix before
+    labels were learned (what it derived from its numbers still holds)."""
     original = matrices(doms, "original")
     original.keep_numbers_from(earlier)
-    w = weights(doms, original, seed)
-    return link(matrices(doms, "released"), original, w), w, original
+    return original, weights(doms, original, seed)
 
 
-def _chance(doms: Sequence[ColumnDomain], w: Weights, table: str, seed: int,
-            original: Matrix) -> tuple[Links, int]:
-    """Links of chance's table (``control``, or ``original`` kept from itself) on a seeded
-    sample of its rows; and the sample's size."""
-    query: Matrix = original if table == "original" else matrices(doms, table)
-    n = query.codes.shape[0]
-    rng = np.random.default_rng(seed + 7)
-    rows = np.sort(rng.choice(n, min(n, CHANCE_ROWS), replace=False))
-    return link(query, original, w, rows=rows, exclude_self=table == "original"), rows.size
+def _link(doms: Sequence[ColumnDomain], original: Matrix, w: Weights, seed: int,
+          release: bool, chance_table: str | None) -> tuple[list[Links], int]:
+    """The links of the released rows (``release``) and of chance's rows (``chance_table``:
+    ``control``, or ``original`` kept from itself; a seeded sample of them), in that order,
+    made in one pass over the original (a third less than a pass each); and the sample's
+    size."""
+    queries = [Query(matrices(doms, "released"))] if release else []
+    rows = np.empty(0, np.int64)
+    if chance_table is not None:
+        chance = original if chance_table == "original" else matrices(doms, chance_table)
+        n = chance.codes.shape[0]
+        rng = np.random.default_rng(seed + 7)
+        rows = np.sort(rng.choice(n, min(n, CHANCE_ROWS), replace=False))
+        queries.append(Query(chance, rows, exclude_self=chance_table == "original"))
+    return link_each(queries, original, w), rows.size
 
 
 def _threshold(rel: Links, chance: Links, chance_rows: int, rel_rows: int
@@ -381,17 +385,26 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
         return ReleaseDiff("synthetic", 0.0, 0.0, 0.0, "none", 1.0,
                            {"original": n_o, "released": full_n, "linked": 0}, columns,
                            tuple(evidence))
-    links, w, ori = _link_all(list(usable.values()), seed)
-    learned = _learn_labels(doms, usable, links)
-    if learned:
-        links, w, ori = _link_all(list(usable.values()), seed, ori)
-        evidence.append(f"labels learned from the rows that link on the other columns: "
-                        f"{', '.join(learned)}")
     chance_table = "control" if control is not None else "original"
     chance_from = ("the control's rows" if control is not None else
                    "the original's own rows (each to another)")
-    chance_links, n_chance = _chance(list(usable.values()), w, chance_table, seed, ori)
-    tau, share_r, share_c = _threshold(links, chance_links, n_chance, n_r)
+    # chance is linked in the release's pass when those links stand: not when a column's
+    # labels are yet to be learned from them (the release is linked again then)
+    ori, w = _original(list(usable.values()), seed)
+    linked_all, n_chance = _link(list(usable.values()), ori, w, seed, True,
+                                 None if len(usable) < len(doms) else chance_table)
+    links, chance_links = linked_all[0], linked_all[1:]
+    learned = _learn_labels(doms, usable, links)
+    if learned:
+        ori, w = _original(list(usable.values()), seed, ori)
+        (links, *chance_links), n_chance = _link(list(usable.values()), ori, w, seed, True,
+                                                 chance_table)
+        evidence.append(f"labels learned from the rows that link on the other columns: "
+                        f"{', '.join(learned)}")
+    elif not chance_links:
+        chance_links, n_chance = _link(list(usable.values()), ori, w, seed, False,
+                                       chance_table)
+    tau, share_r, share_c = _threshold(links, chance_links[0], n_chance, n_r)
     significant = _significant(share_r, n_r, share_c, n_chance)
     linked_share = max(0.0, (share_r - share_c) / max(1 - share_c, 1e-12)) if significant \
         else 0.0

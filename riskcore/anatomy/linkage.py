@@ -78,7 +78,7 @@ class Links:
 
 
 #: what a matrix derives from its numbers alone (:meth:`Matrix.keep_numbers_from`)
-NUMBERS_ONLY = ("order", "sorted columns")
+NUMBERS_ONLY = ("order", "sorted columns", "tolerances")
 
 
 @dataclass(frozen=True)
@@ -147,10 +147,23 @@ def weights(columns: Sequence[ColumnDomain], original: Matrix, seed: int = 0) ->
         u[j] = float(np.sum(p * p))
     numeric_index = np.array([j for j, c in enumerate(columns) if c.numbers is not None],
                              dtype=np.int64)
-    tolerance = np.zeros(numeric_index.size)
+    tolerance, agree_near = original.derived(("tolerances", seed),
+                                             partial(_tolerances, original.numbers, seed))
+    u[numeric_index] = np.maximum(u[numeric_index], agree_near)
+    u = np.clip(u, 1e-6, 0.999)
+    return Weights(np.log2(M / u), np.log2((1 - M) / (1 - u)), numeric_index, tolerance, u)
+
+
+def _tolerances(numbers: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per numeric column: its tolerance (the larger of its resolution, the smallest step
+    between its values, and 2 % of its 10-90 % spread) and the chance two random rows agree
+    within it (a seeded sample of pairs). From the numbers alone: a matrix whose labels were
+    learned keeps them (:meth:`Matrix.keep_numbers_from`)."""
+    k_all = numbers.shape[1]
+    tolerance, near = np.zeros(k_all), np.zeros(k_all)
     rng = np.random.default_rng(seed)
-    for k, j in enumerate(numeric_index):
-        x = original.numbers[:, k]
+    for k in range(k_all):
+        x = numbers[:, k]
         x = x[np.isfinite(x)]
         if x.size < 2:
             continue
@@ -159,9 +172,8 @@ def weights(columns: Sequence[ColumnDomain], original: Matrix, seed: int = 0) ->
         spread = float(np.subtract(*np.quantile(x, [0.9, 0.1])))
         tolerance[k] = max(step, 0.02 * spread)
         a, b = rng.choice(x, 4000), rng.choice(x, 4000)
-        u[j] = max(u[j], float(np.mean(np.abs(a - b) <= tolerance[k])))
-    u = np.clip(u, 1e-6, 0.999)
-    return Weights(np.log2(M / u), np.log2((1 - M) / (1 - u)), numeric_index, tolerance, u)
+        near[k] = float(np.mean(np.abs(a - b) <= tolerance[k]))
+    return tolerance, near
 
 
 def _rank_in(wanted: np.ndarray, keys: np.ndarray, span: int) -> np.ndarray:
@@ -416,28 +428,29 @@ def assign(q: np.ndarray, o: np.ndarray, s: np.ndarray, n_query: int
 
 
 def _stage(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray, fuzzy: bool,
-           exclude_self: bool) -> tuple[np.ndarray, ...]:
-    """The candidates of one stage, scored, each query row's :data:`KEEP` best kept."""
+           self_of: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The candidates of one stage, scored, each query row's :data:`KEEP` best kept; a query
+    row never pairs with the original row ``self_of`` names (-1: none)."""
     q, o = candidates(query, original, w, rows, fuzzy)
-    if exclude_self:
-        keep = q != o
-        q, o = q[keep], o[keep]
+    keep = self_of[q] != o
+    q, o = q[keep], o[keep]
     parts = (q, o, *score(query, original, w, q, o))
     best = _best(parts[0], parts[1], parts[2])
     return tuple(a[best] for a in parts)
 
 
-def _identical(query: Matrix, original: Matrix, rows: np.ndarray, exclude_self: bool
+def _identical(query: Matrix, original: Matrix, spans: Sequence[tuple[int, int, bool]]
                ) -> tuple[np.ndarray, np.ndarray]:
     """Query rows identical to original rows on every column (none missing or suppressed),
     each paired with a different one of them: a block of identical rows is matched row for
     row (rows alike are interchangeable), so that no greedy round leaves one of them without
-    its copy. With ``exclude_self`` a row is paired with the next identical row, never itself
-    (a row with no twin is not paired)."""
+    its copy. ``spans``: the query's parts (start, stop, excluding self), each paired on its
+    own; one excluding self is the original's rows, each paired with the next identical row
+    (a row with no twin is not paired). The original's keys are read once for every part."""
     m = query.codes.shape[1]
-    if m == 0 or rows.size == 0:
+    if m == 0 or query.codes.shape[0] == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    kq, ko, span = _keys(query.codes[rows], original.codes, list(range(m)))
+    kq, ko, span = _keys(query.codes, original.codes, list(range(m)))
     # the original rows with a key some query row holds, by key and row (the rank of its key
     # among the query's keys orders as the key does)
     wanted = unique(kq[kq >= 0])
@@ -445,62 +458,128 @@ def _identical(query: Matrix, original: Matrix, rows: np.ndarray, exclude_self: 
     ok_o = np.flatnonzero(at >= 0)
     order_o = ok_o[_stable_order(at[ok_o], wanted.size)]
     keys_o = ko[order_o]
-    ok_q = np.flatnonzero(kq >= 0)
-    order_q = ok_q[np.lexsort((ok_q, kq[ok_q]))]
-    keys_q = kq[order_q]
-    if keys_q.size == 0 or keys_o.size == 0:
+    found_q, found_o = [], []
+    for start, stop, exclude_self in spans:
+        ok_q = start + np.flatnonzero(kq[start:stop] >= 0)
+        order_q = ok_q[np.lexsort((ok_q, kq[ok_q]))]
+        keys_q = kq[order_q]
+        if keys_q.size == 0 or keys_o.size == 0:
+            continue
+        lo = np.searchsorted(keys_o, keys_q, side="left")
+        hi = np.searchsorted(keys_o, keys_q, side="right")
+        size = hi - lo
+        start_q = np.r_[0, np.flatnonzero(keys_q[1:] != keys_q[:-1]) + 1]
+        rank = np.arange(keys_q.size) - np.repeat(start_q, np.diff(np.r_[start_q, keys_q.size]))
+        if exclude_self:  # the next one of the block (the query rows are original rows here)
+            good = size >= 2
+            pick = lo + (rank + 1) % np.maximum(size, 1)
+        else:
+            good = rank < size
+            pick = lo + rank
+        found_q.append(order_q[good])
+        found_o.append(order_o[pick[good]])
+    if not found_q:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    lo = np.searchsorted(keys_o, keys_q, side="left")
-    hi = np.searchsorted(keys_o, keys_q, side="right")
-    size = hi - lo
-    start_q = np.r_[0, np.flatnonzero(keys_q[1:] != keys_q[:-1]) + 1]
-    rank = np.arange(keys_q.size) - np.repeat(start_q, np.diff(np.r_[start_q, keys_q.size]))
-    if exclude_self:  # the next one of the block (the query rows are original rows here)
-        good = size >= 2
-        pick = lo + (rank + 1) % np.maximum(size, 1)
-    else:
-        good = rank < size
-        pick = lo + rank
-    q = rows[order_q[good]]
-    o = order_o[pick[good]]
-    return q, o
+    return np.concatenate(found_q), np.concatenate(found_o)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A table linked to the original: its matrix, the rows linked (default: all) and
+    whether it is the original itself (``exclude_self``: a row may not link to itself, what
+    chance gives an independent sample of the same people)."""
+
+    matrix: Matrix
+    rows: np.ndarray | None = None
+    exclude_self: bool = False
+
+
+def _stacked(parts: Sequence[np.ndarray], dtype: type, width: int) -> np.ndarray:
+    """The parts' rows one after another, each column contiguous (as :func:`_by_column`)."""
+    out: np.ndarray = np.empty((sum(p.shape[0] for p in parts), width), dtype=dtype, order="F")
+    start = 0
+    for p in parts:
+        out[start:start + p.shape[0]] = p
+        start += p.shape[0]
+    return out
 
 
 def link(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray | None = None,
-         exclude_self: bool = False, exact_only: bool = False) -> Links:
-    """Link the query rows (``rows``, default all) to the original (see the module doc);
-    ``exclude_self``: the query is the original itself, and a row may not link to itself
-    (what chance gives an independent sample of the same people).
+         exclude_self: bool = False) -> Links:
+    """Link the query rows (``rows``, default all) to the original (see the module doc and
+    :func:`link_each`)."""
+    return link_each([Query(query, rows, exclude_self)], original, w)[0]
+
+
+def link_each(queries: Sequence[Query], original: Matrix, w: Weights) -> list[Links]:
+    """Each query's rows linked to the original (see the module doc), in one pass over the
+    original for them all: every step over the original's rows (keys, blocks, bins) runs
+    once for the queries' rows stacked, and each query's links are what it gets alone (a
+    row's candidates depend on it and the original alone; each query is assigned on its own).
 
     Rows identical to original rows are paired first (:func:`_identical`). The others get
     candidates on exact values; those whose best candidate agrees on every compared column are
     done, the rest get candidates on binned and sorted numbers too (noise), so that the
-    costlier search runs only where it can help (``exact_only``: never; a release judged
-    synthetic has no near copies beyond chance to find)."""
-    n_query = query.codes.shape[0]
-    rows = np.arange(n_query) if rows is None else np.asarray(rows, dtype=np.int64)
-    twin_q, twin_o = _identical(query, original, rows, exclude_self)
-    paired = np.zeros(n_query, dtype=bool)
+    costlier search runs only where it can help."""
+    rows_of = [np.arange(q.matrix.codes.shape[0]) if q.rows is None
+               else np.asarray(q.rows, dtype=np.int64) for q in queries]
+    m, k = original.codes.shape[1], original.numbers.shape[1]
+    stacked = Matrix(_stacked([q.matrix.codes[r] for q, r in zip(queries, rows_of)], np.int64, m),
+                     _stacked([q.matrix.numbers[r] for q, r in zip(queries, rows_of)],
+                              np.float64, k))
+    ends = np.cumsum([r.size for r in rows_of])
+    spans = [(int(e - r.size), int(e), q.exclude_self)
+             for q, r, e in zip(queries, rows_of, ends)]
+    # per stacked row, the original row it may not link to (itself, in a query of the
+    # original's own rows)
+    self_of = np.concatenate([r if q.exclude_self else np.full(r.size, -1, np.int64)
+                              for q, r in zip(queries, rows_of)] or [np.empty(0, np.int64)])
+    n = stacked.codes.shape[0]
+    twin_q, twin_o = _identical(stacked, original, spans)
+    paired = np.zeros(n, dtype=bool)
     paired[twin_q] = True
+    rest = np.flatnonzero(~paired)
+    exact = _stage(stacked, original, w, rest, False, self_of)
+    full = np.zeros(n, dtype=bool)
+    q, agree, compared = exact[0], exact[4], exact[5]
+    full[q[(agree == compared) & (compared > 0)]] = True
+    fuzzy = rest[~full[rest]]
+    more = _stage(stacked, original, w, fuzzy, True, self_of) \
+        if fuzzy.size and w.numeric.size else None
+    return [_finish(stacked, original, w, query, rows, span, exact, more, fuzzy, twin_q, twin_o)
+            for query, rows, span in zip(queries, rows_of, spans)]
+
+
+def _part(arrays: Sequence[np.ndarray], start: int, stop: int) -> tuple[np.ndarray, ...]:
+    """The pairs (arrays led by the stacked query row) of the stacked rows [start, stop)."""
+    inside = (arrays[0] >= start) & (arrays[0] < stop)
+    return tuple(a[inside] for a in arrays)
+
+
+def _finish(stacked: Matrix, original: Matrix, w: Weights, query: Query, rows: np.ndarray,
+            span: tuple[int, int, bool], exact: Sequence[np.ndarray],
+            more: Sequence[np.ndarray] | None, fuzzy: np.ndarray, twin_q: np.ndarray,
+            twin_o: np.ndarray) -> Links:
+    """One query's links from the stacked stages: its pairs, its assignment."""
+    start, stop, exclude_self = span
+    n_query = query.matrix.codes.shape[0]
+    twin_s, twin_o = _part((twin_q, twin_o), start, stop)
+    q_s, o, s, best, agree, compared = _part(exact, start, stop)
+    if more is not None and ((fuzzy >= start) & (fuzzy < stop)).any():
+        q_s, o, s, best, agree, compared = (np.concatenate([a, b]) for a, b in zip(
+            (q_s, o, s, best, agree, compared), _part(more, start, stop)))
+        pair = q_s.astype(np.int64) * original.codes.shape[0] + o
+        _, first = np.unique(pair, return_index=True)
+        q_s, o, s, best, agree, compared = (a[first] for a in (q_s, o, s, best, agree,
+                                                                compared))
+    q, twin = rows[q_s - start], rows[twin_s - start]  # the query's own rows
     used = np.zeros(original.codes.shape[0], dtype=bool)
     if not exclude_self:
         used[twin_o] = True
-    rest = rows[~paired[rows]]
-    q, o, s, best, agree, compared = _stage(query, original, w, rest, False, exclude_self)
-    full = np.zeros(n_query, dtype=bool)
-    full[q[(agree == compared) & (compared > 0)]] = True
-    fuzzy = rest[~full[rest]]
-    if fuzzy.size and w.numeric.size and not exact_only:
-        more = _stage(query, original, w, fuzzy, True, exclude_self)
-        q, o, s, best, agree, compared = (np.concatenate([a, b]) for a, b in zip(
-            (q, o, s, best, agree, compared), more))
-        pair = q.astype(np.int64) * original.codes.shape[0] + o
-        _, first = np.unique(pair, return_index=True)
-        q, o, s, best, agree, compared = (a[first] for a in (q, o, s, best, agree, compared))
     quality_of = np.where(best > 0, s / np.where(best > 0, best, 1.0), 0.0)
     best_quality = np.full(n_query, -np.inf)
     np.maximum.at(best_quality, q, quality_of)
-    best_quality[twin_q] = 1.0
+    best_quality[twin] = 1.0
     free = ~used[o] if not exclude_self else np.ones(o.size, dtype=bool)
     row, pair_taken = assign(q[free], o[free], s[free], n_query)
     index = np.flatnonzero(free)
@@ -514,12 +593,11 @@ def link(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray | None = 
     quality[has] = quality_of[taken]
     out_agree[has] = agree[taken]
     out_compared[has] = compared[taken]
-    row[twin_q] = twin_o
-    if twin_q.size:
-        full_score, full_best, full_agree, full_compared = score(query, original, w, twin_q,
-                                                                 twin_o)
-        out_score[twin_q] = full_score
-        quality[twin_q] = 1.0
-        out_agree[twin_q] = full_agree
-        out_compared[twin_q] = full_compared
+    row[twin] = twin_o
+    if twin.size:
+        full_score, _, full_agree, full_compared = score(stacked, original, w, twin_s, twin_o)
+        out_score[twin] = full_score
+        quality[twin] = 1.0
+        out_agree[twin] = full_agree
+        out_compared[twin] = full_compared
     return Links(row, out_score, quality, out_agree, out_compared, best_quality)

@@ -224,33 +224,45 @@ def _stable_order(values: np.ndarray, bound: int) -> np.ndarray:
     return np.argsort(values, kind="stable")
 
 
-def binned(m: Matrix, w: Weights, shift: bool) -> np.ndarray:
-    """The codes with each numeric column's numbers in bins of four tolerances (``shift``: the
-    grid moved by half a bin): two rows within two tolerances share a bin in one of the two
-    grids, so that noise does not keep a row from its source's key."""
-    codes = m.codes.copy(order="K")
+#: a table's columns, each a 1-d array of codes (views of a matrix's, or bins)
+Columns = Sequence[np.ndarray]
+
+
+def columns(codes: np.ndarray) -> list[np.ndarray]:
+    """A matrix's codes as columns (views: each is contiguous in the Fortran-ordered
+    matrix)."""
+    return [codes[:, j] for j in range(codes.shape[1])]
+
+
+def binned(m: Matrix, w: Weights, shift: bool) -> list[np.ndarray]:
+    """The codes' columns with each numeric column's numbers in bins of four tolerances
+    (``shift``: the grid moved by half a bin): two rows within two tolerances share a bin in
+    one of the two grids, so that noise does not keep a row from its source's key. The other
+    columns are the matrix's own (no copy)."""
+    out = columns(m.codes)
     for k, j in enumerate(w.numeric):
         width = 4 * max(float(w.tolerance[k]), 1e-12)
         x = m.numbers[:, k] + (width / 2 if shift else 0.0)
         ok = np.isfinite(x) & (m.codes[:, j] >= 0)
-        codes[:, j] = np.where(ok, np.floor(np.where(ok, x, 0) / width), m.codes[:, j])
-    return codes
+        out[j] = np.where(ok, np.floor(np.where(ok, x, 0) / width), m.codes[:, j]).astype(
+            np.int64)
+    return out
 
 
-def _keys(codes_q: np.ndarray, codes_o: np.ndarray, cols: Sequence[int]
+def _keys(codes_q: Columns, codes_o: Columns, cols: Sequence[int]
           ) -> tuple[np.ndarray, np.ndarray, int]:
     """Joint keys of the query and original rows on ``cols`` (-1 where a cell is missing or
     suppressed), and their span (every key is below it): each row's codes read as one number
     in mixed radix, the running key made dense (a hash pass) only where the next column would
     overflow it; equal keys, equal cells."""
-    n_q = codes_q.shape[0]
+    n_q, n_o = codes_q[0].shape[0], codes_o[0].shape[0]
     key_q = np.zeros(n_q, np.int64)
-    key_o = np.zeros(codes_o.shape[0], np.int64)
+    key_o = np.zeros(n_o, np.int64)
     gone_q = np.zeros(n_q, bool)
-    gone_o = np.zeros(codes_o.shape[0], bool)
+    gone_o = np.zeros(n_o, bool)
     span = 1
     for j in cols:
-        a, b = codes_q[:, j], codes_o[:, j]
+        a, b = codes_q[j], codes_o[j]
         gone_q |= a < 0
         gone_o |= b < 0
         radix = max(int(a.max(initial=0)), int(b.max(initial=0))) + 1
@@ -304,7 +316,7 @@ def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
             ("binned", shift, w.tolerance.tobytes()), partial(binned, original, w, shift)))
                  for shift in (False, True)]
     else:
-        grids = [(sub.codes, original.codes)]
+        grids = [(columns(sub.codes), columns(original.codes))]
     keys = ([list(range(m))] + key_columns(w, original.codes.shape[0], m)) if m else []
     for i, cols in enumerate(keys):
         if fuzzy and not numeric & set(cols):
@@ -450,7 +462,7 @@ def _identical(query: Matrix, original: Matrix, spans: Sequence[tuple[int, int, 
     m = query.codes.shape[1]
     if m == 0 or query.codes.shape[0] == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    kq, ko, span = _keys(query.codes, original.codes, list(range(m)))
+    kq, ko, span = _keys(columns(query.codes), columns(original.codes), list(range(m)))
     # the original rows with a key some query row holds, by key and row (the rank of its key
     # among the query's keys orders as the key does)
     wanted = unique(kq[kq >= 0])

@@ -210,7 +210,7 @@ def test_blocking_keys_pair_exactly_the_rows_equal_on_the_columns(top):
     queries[:20, 1] = top * 3  # a code no original row holds
     queries[20:30, 2] = -1
     cols = [0, 1, 2]
-    kq, ko, span = _keys(queries, originals, cols)
+    kq, ko, span = _keys(list(queries.T), list(originals.T), cols)
     assert (kq < span).all() and (ko < span).all()
     q, o = _pairs_on(kq, ko, span, cap=10**6)
     expected = {(i, j) for i in range(len(queries)) for j in range(len(originals))

@@ -317,6 +317,22 @@ def _learn_labels(doms: dict[str, Any], usable: dict[str, Any], links: Any) -> l
     return learned
 
 
+def _may_learn(doms: Mapping[str, ColumnDomain]) -> bool:
+    """Whether :func:`_learn_labels` may map a column once the release is linked: one whose
+    labels are not the original's, or a kept text column the release shows fewer labels of
+    than the original (labels merged under a kept name; or rows left out, where nothing is
+    learned)."""
+    for d in doms.values():
+        if d.how == "labels":
+            return True
+        if d.how == "kept" and d.numbers is None and not _identifying(d):
+            released, original = (np.count_nonzero(np.bincount(c[c >= 0], minlength=1))
+                                  for c in (d.codes["released"], d.codes["original"]))
+            if released < original:
+                return True
+    return False
+
+
 def _kind(linked_share: float, full_n: int, n_o: int, evidence: list[str]) -> str:
     """The release's kind from the share of its rows that are original records beyond
     chance and its size against the original's; what led there goes to ``evidence``."""
@@ -388,11 +404,11 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     chance_table = "control" if control is not None else "original"
     chance_from = ("the control's rows" if control is not None else
                    "the original's own rows (each to another)")
-    # chance is linked in the release's pass when those links stand: not when a column's
-    # labels are yet to be learned from them (the release is linked again then)
+    # chance is linked in the release's pass when those links likely stand: not when labels
+    # may be learned from them (the release is linked again then, and chance with it)
     ori, w = _original(list(usable.values()), seed)
     linked_all, n_chance = _link(list(usable.values()), ori, w, seed, True,
-                                 None if len(usable) < len(doms) else chance_table)
+                                 None if _may_learn(doms) else chance_table)
     links, chance_links = linked_all[0], linked_all[1:]
     learned = _learn_labels(doms, usable, links)
     if learned:

@@ -78,7 +78,7 @@ class Links:
 
 
 #: what a matrix derives from its numbers alone (:meth:`Matrix.keep_numbers_from`)
-NUMBERS_ONLY = ("order", "sorted columns", "tolerances")
+NUMBERS_ONLY = ("order", "sorted columns", "tolerances", "bins")
 
 
 @dataclass(frozen=True)
@@ -238,15 +238,23 @@ def binned(m: Matrix, w: Weights, shift: bool) -> list[np.ndarray]:
     """The codes' columns with each numeric column's numbers in bins of four tolerances
     (``shift``: the grid moved by half a bin): two rows within two tolerances share a bin in
     one of the two grids, so that noise does not keep a row from its source's key. The other
-    columns are the matrix's own (no copy)."""
+    columns are the matrix's own (no copy); each column's bins are made once per matrix."""
     out = columns(m.codes)
     for k, j in enumerate(w.numeric):
         width = 4 * max(float(w.tolerance[k]), 1e-12)
-        x = m.numbers[:, k] + (width / 2 if shift else 0.0)
-        ok = np.isfinite(x) & (m.codes[:, j] >= 0)
-        out[j] = np.where(ok, np.floor(np.where(ok, x, 0) / width), m.codes[:, j]).astype(
-            np.int64)
+        out[j] = m.derived(("bins", k, shift, width),
+                           partial(_bins, m.numbers[:, k], m.codes[:, j], width, shift))
     return out
+
+
+def _bins(x: np.ndarray, codes: np.ndarray, width: float, shift: bool) -> np.ndarray:
+    """Numbers in bins of ``width`` (moved by half a bin with ``shift``); a cell without a
+    number keeps its code (missing or suppressed: no key). In an original's matrix a numeric
+    column's code is missing exactly where its number is (:mod:`.domain`), so its bins are its
+    numbers' alone: a matrix whose labels were learned keeps them."""
+    x = x + (width / 2 if shift else 0.0)
+    ok = np.isfinite(x) & (codes >= 0)
+    return np.where(ok, np.floor(np.where(ok, x, 0) / width), codes).astype(np.int64)
 
 
 def _keys(codes_q: Columns, codes_o: Columns, cols: Sequence[int]
@@ -312,8 +320,7 @@ def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
     found_q, found_o = [], []
     numeric = set(int(j) for j in w.numeric)
     if fuzzy:
-        grids = [(binned(sub, w, shift), original.derived(
-            ("binned", shift, w.tolerance.tobytes()), partial(binned, original, w, shift)))
+        grids = [(binned(sub, w, shift), binned(original, w, shift))
                  for shift in (False, True)]
     else:
         grids = [(columns(sub.codes), columns(original.codes))]

@@ -389,11 +389,13 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     # each column's markers looked for once, for its domain and its reading
     found = {c: found_markers([df[c] for df in tables.values() if c in df.columns])
              for c in names}
-    doms = {c: column_domain(c, {t: df[c] for t, df in tables.items()}, markers, found[c])
+    readings = read_columns(tables, names, types, found)
+    # a code's numbers are labels: the rows are linked on them as equal or not, never near
+    doms = {c: column_domain(c, {t: df[c] for t, df in tables.items()}, markers, found[c],
+                             code=readings[c].type == "categorical" and not readings[c].split)
             for c in shared}
     usable = {c: d for c, d in doms.items() if d.comparable and (d.codes["released"] >= 0).any()}
     evidence = [f"{full_n:,} released rows, {n_o:,} original rows"]
-    readings = read_columns(tables, names, types, found)
     if not usable:
         evidence.append("no column keeps the original's values, nor a mapping of them: new "
                         "rows")

@@ -17,7 +17,9 @@ release mapped them. What the values show is enough for most of it:
 
 Each table's cells become integer codes in one space shared by the tables (``MISSING`` where a
 cell is missing, ``WILD`` where the release suppressed it: ``*`` and its like match anything);
-a numeric column also keeps its numbers, for distances (noise).
+a quantity also keeps its numbers, for distances (noise). A code written in numbers (a zip, a
+household number: :mod:`.reading`) gets one label per number and no distance: rows agree on it
+when it is equal, never when it is near.
 """
 
 from __future__ import annotations
@@ -121,16 +123,40 @@ def _joint_codes(texts: Mapping[str, pd.Series], wild: Sequence[str] = ()
 
 
 def _number_codes(numbers: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return _numbers_coded(numbers)[0]
+
+
+def _numbers_coded(numbers: Mapping[str, np.ndarray]
+                   ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each table's numbers as codes in one space (equal numbers, equal codes; MISSING where
+    there is none), and the number of each code."""
     joint = np.concatenate(list(numbers.values()))
     finite = np.isfinite(joint)
-    _, inverse = np.unique(joint[finite], return_inverse=True)
+    values, inverse = np.unique(joint[finite], return_inverse=True)
     codes = np.full(joint.size, MISSING, dtype=np.int64)
     codes[finite] = inverse
     out, start = {}, 0
     for t, x in numbers.items():
         out[t] = codes[start:start + x.size]
         start += x.size
-    return out
+    return out, values
+
+
+def _number_labels(name: str, others: Mapping[str, pd.Series], shown_rel: pd.Series,
+                   wild: np.ndarray | None, wild_share: float, found: tuple[str, ...]
+                   ) -> ColumnDomain:
+    """A code written in numbers (a zip, an identifier, a region's number): one label per
+    number (``01``, ``1`` and ``1.0`` are one), compared equal or not, never near; the
+    original's labels kept, else other labels, learned from linked rows as text labels are.
+    ``wild``: the released cells suppressed."""
+    numbers = {t: number_series(s).to_numpy(dtype=float) for t, s in others.items()}
+    numbers["released"] = number_series(shown_rel).to_numpy(dtype=float)
+    codes, values = _numbers_coded(numbers)
+    if wild is not None:
+        codes["released"] = np.where(wild, WILD, codes["released"])
+    kept = _kept_share(codes)
+    return ColumnDomain(name, "kept" if kept >= KEPT else "labels", codes, None, kept,
+                        wild_share, {}, found, values)
 
 
 def _multiple_of(x: np.ndarray, unit: float) -> np.ndarray:
@@ -172,12 +198,14 @@ def _codes_of(x_r: np.ndarray, x_o: np.ndarray, bound: float, above: bool) -> bo
 
 
 def column_domain(name: str, columns: Mapping[str, pd.Series],
-                  markers: Sequence[str] = (), found: Sequence[str] | None = None
-                  ) -> ColumnDomain:
+                  markers: Sequence[str] = (), found: Sequence[str] | None = None,
+                  code: bool = False) -> ColumnDomain:
     """``columns`` (table -> the column: ``original``, ``released``, and others mapped as the
     original is) in the release's domain (see the module doc); ``markers`` mean missing in
     every column, ``found`` are this column's own (:func:`found_markers`, when the caller
-    looked for them already)."""
+    looked for them already). ``code``: the column reads as a code (:mod:`.reading`), whose
+    numbers are labels: equal or not, never near (no rounding, top-coding or noise is looked
+    for in an identifier or a zip)."""
     if found is None:
         found = found_markers(list(columns.values()))
     found = tuple(sorted(set(found) | set(markers)))
@@ -195,6 +223,10 @@ def column_domain(name: str, columns: Mapping[str, pd.Series],
     wild_share += max(0.0, float(shown_rel.isna().mean()) - wild_share - ori_missing)
     numeric = looks_numeric(ori) and looks_numeric(shown_rel) and shown_rel.notna().any()
     detail: dict[str, Any] = {}
+    if numeric and code:
+        return _number_labels(name, others, shown_rel,
+                              rel.isin(tokens).to_numpy() if tokens else None, wild_share,
+                              found)
     if numeric:
         x = {t: number_series(s).to_numpy(dtype=float) for t, s in others.items()}
         x_r = number_series(shown_rel).to_numpy(dtype=float)
@@ -303,4 +335,11 @@ def label_map(dom: ColumnDomain) -> dict[str, str]:
     pairs = dom.detail.get("_map") or {}
     if dom.labels is None:
         return {}
-    return {str(dom.labels[o]): str(dom.labels[r]) for o, r in pairs.items()}
+    return {_label(dom.labels[o]): _label(dom.labels[r]) for o, r in pairs.items()}
+
+
+def _label(value: Any) -> str:
+    """A label as text; a code written in numbers as its number (``7``, not ``7.0``)."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)

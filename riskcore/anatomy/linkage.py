@@ -178,14 +178,24 @@ def _tolerances(numbers: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]
 
 def _rank_in(wanted: np.ndarray, keys: np.ndarray, span: int) -> np.ndarray:
     """Per key (in [0, span), or -1), its index in ``wanted`` (sorted distinct keys), -1 where
-    it is not there: a hash of ``wanted``, or where the keys span few values, a table of them
-    (one gather instead of a hash probe per row; -1 reads the table's last cell, -1)."""
+    it is not there: where the keys span few values, a table of them (one gather instead of a
+    hash probe per row; -1 reads the table's last cell, -1); else a hash of ``wanted``, probed
+    only by the keys whose low bits some wanted key has (a gather in a bit table first: most
+    of an original's keys are no query row's, and a probe costs several gathers)."""
     if span <= 2 * keys.size + 4096:
         table = np.full(span + 1, -1, dtype=np.int64)
         table[wanted] = np.arange(wanted.size)
         at: np.ndarray = table[keys]
         return at
-    return np.asarray(pd.Index(wanted).get_indexer(keys), dtype=np.int64)
+    if keys.size < max(1 << 16, 16 * wanted.size):  # few keys, or most wanted: probe them all
+        return np.asarray(pd.Index(wanted).get_indexer(keys), dtype=np.int64)
+    mask = (1 << max(16, min(24, int(wanted.size * 32).bit_length()))) - 1
+    seen = np.zeros(mask + 1, dtype=bool)
+    seen[wanted & mask] = True
+    maybe = np.flatnonzero(seen[keys & mask])
+    found = np.full(keys.size, -1, dtype=np.int64)
+    found[maybe] = pd.Index(wanted).get_indexer(keys[maybe])
+    return found
 
 
 def _pairs_on(key_q: np.ndarray, key_o: np.ndarray, span: int, cap: int

@@ -218,3 +218,41 @@ def test_blocking_keys_pair_exactly_the_rows_equal_on_the_columns(top):
                 and (queries[i, cols] == originals[j, cols]).all()}
     assert expected and set(zip(q.tolist(), o.tolist())) == expected
     assert len(q) == len(expected)
+
+
+def test_the_rank_of_many_keys_is_the_hash_lookups():
+    """The original's keys looked up among the query's (a bit table of their low bits first,
+    where the keys are many): every key's rank is what a hash lookup gives, -1 included."""
+    from riskcore.anatomy.linkage import _rank_in
+
+    rng = np.random.default_rng(8)
+    span = 2**45
+    keys = rng.integers(0, span, 200_000)
+    keys[rng.random(keys.size) < 0.1] = -1
+    # wanted keys some rows hold, others none does, and ones equal to a held key in their low
+    # bits alone (what the bit table lets through to the hash)
+    held = rng.choice(keys[keys >= 0], 3_000)
+    wanted = np.unique(np.concatenate([held, rng.integers(0, span, 3_000),
+                                       (held[:500] + (1 << 30)) % span]))
+    got = _rank_in(wanted, keys, span)
+    expected = pd.Index(wanted).get_indexer(keys)
+    assert (got == expected).all()
+    assert (got >= 0).sum() >= 2_000 and (got == -1).sum() > 100_000
+
+
+def test_a_code_written_in_numbers_is_linked_as_labels(census):
+    """A household number is a code: rows agree on it when it is equal (written 1.0 or 1),
+    never when it is near. Renumbered, it is relabelled (its labels learned from the rows
+    that link on the other columns), not a quantity with noise."""
+    read_original, _, _, releases = census
+    kept = next(r for r in releases if r.name == "kept-dropped").released
+    as_floats = diff(read_original, as_read(kept.assign(
+        household_id=kept["household_id"].astype(float))), seed=1)
+    column = as_floats.columns["household_id"]
+    assert (column.reading.type, column.domain, column.transform) == (
+        "categorical", "kept", "kept")
+    renumbered = diff(read_original, as_read(kept.assign(
+        household_id=kept["household_id"] + 1)), seed=1)
+    column = renumbered.columns["household_id"]
+    assert renumbered.kind == "kept"
+    assert column.domain == "learned" and "noise_sd" not in column.detail, column

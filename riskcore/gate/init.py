@@ -230,6 +230,11 @@ def _roles(prof: Profile, out: Proposal) -> None:
                                  if c in ranked[:MAX_QUASI_IDENTIFIERS]]
 
 
+#: a learned label map with more labels than this share of the original's rows renumbers an
+#: identifier (a household, a person), it does not generalize a column
+KEY_LABELS = 0.05
+
+
 def _generalization(name: str, d: ColumnDiff, release: ReleaseDiff | None,
                     out: Proposal) -> None:
     """How the release generalized a column, as the config declares it (a learned label map
@@ -245,6 +250,15 @@ def _generalization(name: str, d: ColumnDiff, release: ReleaseDiff | None,
         parts = [f"{k}_code: {float(detail[k]):g}" for k in ("top", "bottom") if k in detail]
         out.generalization[name] = "{" + ", ".join(parts) + "}"
     elif d.domain == "learned" and release is not None and release.label_maps.get(name):
+        labels = int(detail.get("merged") or 0)
+        if labels > KEY_LABELS * max(int(release.rows.get("original", 1)), 1):
+            # a household or person number renumbered: its map is the key from the release's
+            # pseudonyms back to the original's numbers, not a generalization to write down
+            out.warnings.append(
+                f"column '{name}': the release renumbered its {labels:,} labels (pseudonyms); "
+                "the map back to the original's is a key to them, so it is not written "
+                "beside the config")
+            return
         file = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "column"
         file = f"{file}-hierarchy.csv"
         out.hierarchies[file] = (name, dict(release.label_maps[name]))

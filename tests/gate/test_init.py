@@ -205,3 +205,21 @@ def test_columns_named_like_demographics_are_quasi_identifiers_whatever_their_va
     assert {"zip", "birth_date", "sex"} <= set(prop.quasi_identifiers), prop.why
     assert "demographic by its name" in prop.why["zip"]
     assert "demographic by its name" in prop.why["birth_date"]
+
+
+def test_renumbered_households_are_no_hierarchy_written_down(tables, tmp_path, capsys):
+    """A release that gave its households new numbers (pseudonyms): the diff learns the map
+    from the linked rows, and init says so without writing it (it is the key back to the
+    original's numbers); a merged region still gets its hierarchy."""
+    released = pd.read_csv(tables["generalized"], dtype=str, keep_default_na=False)
+    numbers = released["household_id"].unique()
+    new = dict(zip(numbers, np.random.default_rng(5).permutation(len(numbers)) + 500_000))
+    released["household_id"] = released["household_id"].map(new).astype(str)
+    released.to_csv(tmp_path / "renumbered.csv", index=False)
+    code, said = _init(capsys, tmp_path / "gen", original=tables["population"],
+                       released=tmp_path / "renumbered.csv")
+    assert code == 0, said
+    assert "column 'household_id': the release renumbered its" in said
+    assert "is not written beside the config" in said
+    written = sorted(p.name for p in (tmp_path / "gen").iterdir())
+    assert "region-hierarchy.csv" in written and not any("household" in w for w in written)

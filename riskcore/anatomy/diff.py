@@ -198,7 +198,8 @@ def _original(doms: Sequence[ColumnDomain], seed: int, earlier: Matrix | None = 
 
 
 def _link(doms: Sequence[ColumnDomain], original: Matrix, w: Weights, seed: int,
-          release: bool, chance_table: str | None) -> tuple[list[Links], int]:
+          release: bool, chance_table: str | None, exact_only: bool = False
+          ) -> tuple[list[Links], int]:
     """The links of the released rows (``release``) and of chance's rows (``chance_table``:
     ``control``, or ``original`` kept from itself; a seeded sample of them), in that order,
     made in one pass over the original (a third less than a pass each); and the sample's
@@ -211,7 +212,7 @@ def _link(doms: Sequence[ColumnDomain], original: Matrix, w: Weights, seed: int,
         rng = np.random.default_rng(seed + 7)
         rows = np.sort(rng.choice(n, min(n, CHANCE_ROWS), replace=False))
         queries.append(Query(chance, rows, exclude_self=chance_table == "original"))
-    return link_each(queries, original, w), rows.size
+    return link_each(queries, original, w, exact_only), rows.size
 
 
 def _threshold(rel: Links, chance: Links, chance_rows: int, rel_rows: int
@@ -407,21 +408,21 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     chance_from = ("the control's rows" if control is not None else
                    "the original's own rows (each to another)")
     # chance is linked in the release's pass when those links likely stand: not when labels
-    # may be learned from them (the release is linked again then, and chance with it)
+    # may be learned from them (the release is linked again then, and chance with it), and
+    # those first links are exact ones alone (the labels are learned from rows that agree)
     ori, w = _original(list(usable.values()), seed)
+    may_learn = _may_learn(doms)
     linked_all, n_chance = _link(list(usable.values()), ori, w, seed, True,
-                                 None if _may_learn(doms) else chance_table)
+                                 None if may_learn else chance_table, exact_only=may_learn)
     links, chance_links = linked_all[0], linked_all[1:]
     learned = _learn_labels(doms, usable, links)
     if learned:
         ori, w = _original(list(usable.values()), seed, ori)
-        (links, *chance_links), n_chance = _link(list(usable.values()), ori, w, seed, True,
-                                                 chance_table)
         evidence.append(f"labels learned from the rows that link on the other columns: "
                         f"{', '.join(learned)}")
-    elif not chance_links:
-        chance_links, n_chance = _link(list(usable.values()), ori, w, seed, False,
-                                       chance_table)
+    if learned or may_learn:
+        (links, *chance_links), n_chance = _link(list(usable.values()), ori, w, seed, True,
+                                                 chance_table)
     tau, share_r, share_c = _threshold(links, chance_links[0], n_chance, n_r)
     significant = _significant(share_r, n_r, share_c, n_chance)
     linked_share = max(0.0, (share_r - share_c) / max(1 - share_c, 1e-12)) if significant \

@@ -540,7 +540,8 @@ def link(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray | None = 
     return link_each([Query(query, rows, exclude_self)], original, w)[0]
 
 
-def link_each(queries: Sequence[Query], original: Matrix, w: Weights) -> list[Links]:
+def link_each(queries: Sequence[Query], original: Matrix, w: Weights,
+              exact_only: bool = False) -> list[Links]:
     """Each query's rows linked to the original (see the module doc), in one pass over the
     original for them all: every step over the original's rows (keys, blocks, bins) runs
     once for the queries' rows stacked, and each query's links are what it gets alone (a
@@ -549,7 +550,8 @@ def link_each(queries: Sequence[Query], original: Matrix, w: Weights) -> list[Li
     Rows identical to original rows are paired first (:func:`_identical`). The others get
     candidates on exact values; those whose best candidate agrees on every compared column are
     done, the rest get candidates on binned and sorted numbers too (noise), so that the
-    costlier search runs only where it can help."""
+    costlier search runs only where it can help; ``exact_only``: never (links that labels are
+    learned from, which the release is linked again after)."""
     rows_of = [np.arange(q.matrix.codes.shape[0]) if q.rows is None
                else np.asarray(q.rows, dtype=np.int64) for q in queries]
     m, k = original.codes.shape[1], original.numbers.shape[1]
@@ -574,7 +576,7 @@ def link_each(queries: Sequence[Query], original: Matrix, w: Weights) -> list[Li
     full[q[(agree == compared) & (compared > 0)]] = True
     fuzzy = rest[~full[rest]]
     more = _stage(stacked, original, w, fuzzy, True, self_of) \
-        if fuzzy.size and w.numeric.size else None
+        if fuzzy.size and w.numeric.size and not exact_only else None
     return [_finish(stacked, original, w, query, rows, span, exact, more, fuzzy, twin_q, twin_o)
             for query, rows, span in zip(queries, rows_of, spans)]
 

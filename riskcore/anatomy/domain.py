@@ -294,7 +294,8 @@ def learn_labels(dom: ColumnDomain, original_rows: np.ndarray, released_rows: np
     """A relabelled column's map from the original's values to the release's labels, read off
     linked rows (``original_rows[i]`` linked to ``released_rows[i]``): each original value goes
     to the label most of its linked rows show, when at least ``min_share`` do. None when too
-    few values map so (the column stays incomparable), or, with ``merged_only``, when every
+    few values map so (the column stays incomparable), when most linked rows are of values
+    seen on one linked row alone (no evidence of a map), or, with ``merged_only``, when every
     value maps to itself (a column kept, or perturbed at random: no merge)."""
     ori = dom.codes["original"][original_rows]
     rel = dom.codes["released"][released_rows]
@@ -305,7 +306,13 @@ def learn_labels(dom: ColumnDomain, original_rows: np.ndarray, released_rows: np
         name="n").sort_values(["o", "n"], ascending=[True, False], kind="stable")
     total = pairs.groupby("o")["n"].transform("sum")
     best = pairs.drop_duplicates("o")
-    share = (best["n"] / total[best.index]).to_numpy()
+    seen = total[best.index].to_numpy()
+    # a label seen on one linked row "maps" to whatever that row shows: no evidence (rows
+    # linked by chance, a synthetic release's household numbers). Most linked rows must be of
+    # labels seen twice or more, whose rows agree on where they go.
+    if seen[seen >= 2].sum() < 0.5 * ok.sum():
+        return None
+    share = best["n"].to_numpy() / seen
     good = best[share >= min_share]
     covered = good["n"].sum() / max(int(ok.sum()), 1)
     if covered < 0.9:

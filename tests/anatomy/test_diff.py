@@ -256,3 +256,19 @@ def test_a_code_written_in_numbers_is_linked_as_labels(census):
     column = renumbered.columns["household_id"]
     assert renumbered.kind == "kept"
     assert column.domain == "learned" and "noise_sd" not in column.detail, column
+
+
+def test_no_map_is_learned_from_rows_linked_by_chance():
+    """A synthetic release of the same population, its households numbered in the same range,
+    read on a sample as the gate reads one: rows that link by chance pair households seen once
+    each, which is no evidence of a map (it once made a 1M-row synthetic release read as 25 %
+    original records); the households stay not comparable, and the release synthetic."""
+    from riskcore.examples import census_population
+
+    cols = ["region", "age", "sex", "education", "diagnosis", "weight", "household_id"]
+    original = as_read(census_population(30_000, seed=19)[cols])
+    synthetic = as_read(census_population(30_000, seed=23)[cols])
+    result = diff(original, synthetic, seed=19, sample=2_000)
+    assert result.kind == "synthetic", result.evidence
+    assert result.columns["household_id"].domain == "labels"
+    assert "household_id" not in result.label_maps

@@ -198,13 +198,12 @@ def _original(doms: Sequence[ColumnDomain], seed: int, earlier: Matrix | None = 
 
 
 def _link(doms: Sequence[ColumnDomain], original: Matrix, w: Weights, seed: int,
-          release: bool, chance_table: str | None, exact_only: bool = False
-          ) -> tuple[list[Links], int]:
-    """The links of the released rows (``release``) and of chance's rows (``chance_table``:
-    ``control``, or ``original`` kept from itself; a seeded sample of them), in that order,
-    made in one pass over the original (a third less than a pass each); and the sample's
-    size."""
-    queries = [Query(matrices(doms, "released"))] if release else []
+          chance_table: str | None, exact_only: bool = False) -> tuple[list[Links], int]:
+    """The links of the released rows and, with ``chance_table``, of chance's rows
+    (``control``, or ``original`` kept from itself; a seeded sample of them) after them, made
+    in one pass over the original (a third less than a pass each); and the sample's size.
+    ``exact_only``: :func:`~.linkage.link_each`'s."""
+    queries = [Query(matrices(doms, "released"))]
     rows = np.empty(0, np.int64)
     if chance_table is not None:
         chance = original if chance_table == "original" else matrices(doms, chance_table)
@@ -412,7 +411,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
     # those first links are exact ones alone (the labels are learned from rows that agree)
     ori, w = _original(list(usable.values()), seed)
     may_learn = _may_learn(doms)
-    linked_all, n_chance = _link(list(usable.values()), ori, w, seed, True,
+    linked_all, n_chance = _link(list(usable.values()), ori, w, seed,
                                  None if may_learn else chance_table, exact_only=may_learn)
     links, chance_links = linked_all[0], linked_all[1:]
     learned = _learn_labels(doms, usable, links)
@@ -421,7 +420,7 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
         evidence.append(f"labels learned from the rows that link on the other columns: "
                         f"{', '.join(learned)}")
     if learned or may_learn:
-        (links, *chance_links), n_chance = _link(list(usable.values()), ori, w, seed, True,
+        (links, *chance_links), n_chance = _link(list(usable.values()), ori, w, seed,
                                                  chance_table)
     tau, share_r, share_c = _threshold(links, chance_links[0], n_chance, n_r)
     significant = _significant(share_r, n_r, share_c, n_chance)

@@ -533,13 +533,6 @@ def _stacked(parts: Sequence[np.ndarray], dtype: type, width: int) -> np.ndarray
     return out
 
 
-def link(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray | None = None,
-         exclude_self: bool = False) -> Links:
-    """Link the query rows (``rows``, default all) to the original (see the module doc and
-    :func:`link_each`)."""
-    return link_each([Query(query, rows, exclude_self)], original, w)[0]
-
-
 def link_each(queries: Sequence[Query], original: Matrix, w: Weights,
               exact_only: bool = False) -> list[Links]:
     """Each query's rows linked to the original (see the module doc), in one pass over the

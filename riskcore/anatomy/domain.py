@@ -122,10 +122,6 @@ def _joint_codes(texts: Mapping[str, pd.Series], wild: Sequence[str] = ()
     return out, np.asarray(union, dtype=object)
 
 
-def _number_codes(numbers: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return _numbers_coded(numbers)[0]
-
-
 def _numbers_coded(numbers: Mapping[str, np.ndarray]
                    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Each table's numbers as codes in one space (equal numbers, equal codes; MISSING where
@@ -246,7 +242,7 @@ def column_domain(name: str, columns: Mapping[str, pd.Series],
                 how = "bottom_code" if how == "kept" else how
                 detail = {**detail, "bottom": bottom}
         numbers = {**x, "released": x_r}
-        codes = _number_codes(numbers)
+        codes, _ = _numbers_coded(numbers)
         if tokens:
             codes["released"] = np.where(rel.isin(tokens).to_numpy(), WILD, codes["released"])
         kept = _kept_share(codes)

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..alignment import map_intervals, map_mask, text_labels
-from ..arrays import unique
+from ..arrays import unique, unique_inverse
 from ..data import distinct, looks_numeric, number_series, used_values
 from ..generalization import parse_interval
 from .reading import found_markers
@@ -128,7 +128,7 @@ def _numbers_coded(numbers: Mapping[str, np.ndarray]
     there is none), and the number of each code."""
     joint = np.concatenate(list(numbers.values()))
     finite = np.isfinite(joint)
-    values, inverse = np.unique(joint[finite], return_inverse=True)
+    values, inverse = unique_inverse(joint[finite])
     codes = np.full(joint.size, MISSING, dtype=np.int64)
     codes[finite] = inverse
     out, start = {}, 0

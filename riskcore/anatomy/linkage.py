@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..arrays import unique
+from ..arrays import stable_order, unique
 from .domain import ColumnDomain
 
 #: the running key's bound (mixed radix, before it is made dense)
@@ -370,7 +370,7 @@ def _order(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows with a finite number in the numbers' order (ties by row), and the numbers
     so sorted."""
     ok = np.flatnonzero(np.isfinite(x))
-    order = ok[np.argsort(x[ok], kind="stable")]
+    order = ok[stable_order(x[ok])]
     return order, x[order]
 
 

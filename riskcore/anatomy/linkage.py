@@ -9,7 +9,9 @@ enough that a key's value holds a handful of original rows (expected block size 
 columns (swapping, PRAM, noise) still meets its source through a key that avoids them; and,
 for numeric columns, the nearest original rows in sorted order (sorted neighbourhood), so that
 noise does not hide a row. A block with more than :data:`CAP` original rows is passed over
-(its rows are alike; another key separates them).
+(its rows are alike; another key separates them). A key is made over the original rows that
+hold some query row's value in its most selective column alone (no other row can share it):
+a sample of the release against a large original reads a few percent of its rows per key.
 
 **Scores.** Each candidate pair is scored as Fellegi and Sunter do (JASA 1969): per column, the
 log-likelihood ratio of agreeing (log2 m/u) or disagreeing (log2 (1-m)/(1-u)), u the chance two
@@ -267,13 +269,60 @@ def _bins(x: np.ndarray, codes: np.ndarray, width: float, shift: bool) -> np.nda
     return np.where(ok, np.floor(np.where(ok, x, 0) / width), codes).astype(np.int64)
 
 
+def _holding(col_q: np.ndarray, col_o: np.ndarray) -> np.ndarray | None:
+    """The original rows whose code in one column some query row holds, in order; None when
+    that is most of them (the column separates little) or its codes span too wide a range for
+    a table of them. A row outside cannot share a key that holds this column with any query
+    row, so a key's pairs and blocks are the same on these rows alone."""
+    held = col_q[col_q >= 0]
+    if held.size == 0 or col_o.size == 0:
+        return np.empty(0, np.int64)
+    low, top = min(int(col_o.min()), 0), int(col_o.max())
+    if top - low > 4 * col_o.size + (1 << 16):
+        return None
+    table = np.zeros(top - low + 1, dtype=bool)  # a code below 0 (missing, wild) holds nothing
+    held = held[held <= top]
+    table[held - low] = True
+    rows = np.flatnonzero(table[col_o - low] if low else table[col_o])
+    return rows if 2 * rows.size <= col_o.size else None
+
+
+class _Subsets:
+    """Per leading column of a key, the original rows that may share it with a query row
+    (:func:`_holding`), and their codes in each column, gathered once for every key led by
+    that column: the keys are then made over those rows alone, not over every original row
+    (a release's sample of 20,000 rows against 1M original rows linked through a household
+    number: 46,000 rows)."""
+
+    def __init__(self, codes_q: Columns, codes_o: Columns) -> None:
+        self.codes_q, self.codes_o = codes_q, codes_o
+        self._rows: dict[int, np.ndarray | None] = {}
+        self._columns: dict[tuple[int, int], np.ndarray] = {}
+
+    def on(self, lead: int, cols: Sequence[int]) -> tuple[np.ndarray | None, Columns]:
+        """The rows (None: all) and the original's columns over them, for a key of ``cols``
+        led by ``lead`` (the columns outside ``cols`` are left empty)."""
+        if lead not in self._rows:
+            self._rows[lead] = _holding(self.codes_q[lead], self.codes_o[lead])
+        rows = self._rows[lead]
+        if rows is None:
+            return None, self.codes_o
+        empty = np.empty(0, np.int64)
+        out = [empty] * len(self.codes_o)
+        for j in cols:
+            if (lead, j) not in self._columns:
+                self._columns[lead, j] = self.codes_o[j][rows]
+            out[j] = self._columns[lead, j]
+        return rows, out
+
+
 def _keys(codes_q: Columns, codes_o: Columns, cols: Sequence[int]
           ) -> tuple[np.ndarray, np.ndarray, int]:
     """Joint keys of the query and original rows on ``cols`` (-1 where a cell is missing or
     suppressed), and their span (every key is below it): each row's codes read as one number
     in mixed radix, the running key made dense (a hash pass) only where the next column would
     overflow it; equal keys, equal cells."""
-    n_q, n_o = codes_q[0].shape[0], codes_o[0].shape[0]
+    n_q, n_o = codes_q[cols[0]].shape[0], codes_o[cols[0]].shape[0]
     key_q = np.zeros(n_q, np.int64)
     key_o = np.zeros(n_o, np.int64)
     gone_q = np.zeros(n_q, bool)
@@ -335,14 +384,17 @@ def candidates(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray,
     else:
         grids = [(columns(sub.codes), columns(original.codes))]
     keys = ([list(range(m))] + key_columns(w, original.codes.shape[0], m)) if m else []
+    subsets: list[_Subsets] = [_Subsets(codes_q, codes_o) for codes_q, codes_o in grids]
     for i, cols in enumerate(keys):
         if fuzzy and not numeric & set(cols):
             continue  # the same key as the exact pass's
-        for codes_q, codes_o in grids:
-            kq, ko, span = _keys(codes_q, codes_o, cols)
+        lead = min(cols, key=lambda j: float(w.collision[j]))  # its most selective column
+        for subset in subsets:
+            held, codes_o = subset.on(lead, cols)
+            kq, ko, span = _keys(subset.codes_q, codes_o, cols)
             q, o = _pairs_on(kq, ko, span, CAP_ALL if i == 0 else CAP)
             found_q.append(q)
-            found_o.append(o)
+            found_o.append(o if held is None else held[o])
     if fuzzy:
         for k in original.derived("sorted columns", partial(_sorted_columns, original)):
             order, x_o = original.derived(("order", k), partial(_order, original.numbers[:, k]))
@@ -468,25 +520,29 @@ def _stage(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray, fuzzy:
     return tuple(a[best] for a in parts)
 
 
-def _identical(query: Matrix, original: Matrix, spans: Sequence[tuple[int, int, bool]]
-               ) -> tuple[np.ndarray, np.ndarray]:
+def _identical(query: Matrix, original: Matrix, spans: Sequence[tuple[int, int, bool]],
+               lead: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Query rows identical to original rows on every column (none missing or suppressed),
     each paired with a different one of them: a block of identical rows is matched row for
     row (rows alike are interchangeable), so that no greedy round leaves one of them without
     its copy. ``spans``: the query's parts (start, stop, excluding self), each paired on its
     own; one excluding self is the original's rows, each paired with the next identical row
-    (a row with no twin is not paired). The original's keys are read once for every part."""
+    (a row with no twin is not paired). The original's keys are read once for every part,
+    over the rows that hold a query row's code in the column ``lead`` (:class:`_Subsets`)."""
     m = query.codes.shape[1]
     if m == 0 or query.codes.shape[0] == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    kq, ko, span = _keys(columns(query.codes), columns(original.codes), list(range(m)))
+    codes_q = columns(query.codes)
+    held, codes_o = _Subsets(codes_q, columns(original.codes)).on(lead, range(m))
+    kq, ko, span = _keys(codes_q, codes_o, list(range(m)))
     # the original rows with a key some query row holds, by key and row (the rank of its key
     # among the query's keys orders as the key does)
     wanted = unique(kq[kq >= 0])
     at = _rank_in(wanted, ko, span)
     ok_o = np.flatnonzero(at >= 0)
-    order_o = ok_o[_stable_order(at[ok_o], wanted.size)]
-    keys_o = ko[order_o]
+    local = ok_o[_stable_order(at[ok_o], wanted.size)]
+    keys_o = ko[local]
+    order_o = local if held is None else held[local]
     found_q, found_o = [], []
     for start, stop, exclude_self in spans:
         ok_q = start + np.flatnonzero(kq[start:stop] >= 0)
@@ -559,7 +615,8 @@ def link_each(queries: Sequence[Query], original: Matrix, w: Weights,
     self_of = np.concatenate([r if q.exclude_self else np.full(r.size, -1, np.int64)
                               for q, r in zip(queries, rows_of)] or [np.empty(0, np.int64)])
     n = stacked.codes.shape[0]
-    twin_q, twin_o = _identical(stacked, original, spans)
+    lead = int(np.argmin(w.collision)) if w.collision.size else 0  # the most selective
+    twin_q, twin_o = _identical(stacked, original, spans, lead)
     paired = np.zeros(n, dtype=bool)
     paired[twin_q] = True
     rest = np.flatnonzero(~paired)

@@ -240,6 +240,37 @@ def test_the_rank_of_many_keys_is_the_hash_lookups():
     assert (got >= 0).sum() >= 2_000 and (got == -1).sum() > 100_000
 
 
+def test_keys_over_the_rows_holding_a_query_code_find_every_pair(monkeypatch):
+    """The candidates of keys made over the original rows that hold a query row's code in
+    the key's most selective column are the candidates of keys over every original row,
+    missing and suppressed cells, capped blocks and noisy numbers included."""
+    from riskcore.anatomy import linkage
+    from riskcore.anatomy.linkage import Matrix, Weights, candidates
+
+    rng = np.random.default_rng(5)
+    n_o, n_q = 60_000, 2_000
+    codes = np.column_stack([rng.integers(0, 4, n_o), rng.integers(0, 30, n_o),
+                             rng.integers(0, 20_000, n_o), rng.integers(0, 50, n_o)])
+    codes[rng.random(codes.shape) < 0.02] = -1
+    numbers = codes[:, 3:4].astype(float) + rng.normal(0, 0.2, (n_o, 1))
+    numbers[codes[:, 3] < 0, 0] = np.nan
+    original = Matrix(np.asfortranarray(codes), np.asfortranarray(numbers))
+    rows = rng.choice(n_o, n_q, replace=False)
+    q_codes = codes[rows].copy()
+    q_codes[rng.random(q_codes.shape) < 0.05] = -2  # suppressed
+    q_codes[: n_q // 4, 1] = rng.integers(0, 30, n_q // 4)  # swapped
+    query = Matrix(np.asfortranarray(q_codes), np.asfortranarray(numbers[rows] + 0.3))
+    collision = np.array([0.25, 1 / 30, 1 / 20_000, 1 / 50])
+    w = Weights(np.ones(4), -np.ones(4), np.array([3]), np.array([0.5]), collision)
+    every = np.arange(n_q)
+    subset = [candidates(query, original, w, every, fuzzy) for fuzzy in (False, True)]
+    assert linkage._holding(q_codes[:, 2], codes[:, 2]) is not None  # the subset is taken
+    monkeypatch.setattr(linkage, "_holding", lambda col_q, col_o: None)
+    full = [candidates(query, original, w, every, fuzzy) for fuzzy in (False, True)]
+    for (q1, o1), (q2, o2) in zip(subset, full):
+        assert q1.size > n_q and np.array_equal(q1, q2) and np.array_equal(o1, o2)
+
+
 def test_a_code_written_in_numbers_is_linked_as_labels(census):
     """A household number is a code: rows agree on it when it is equal (written 1.0 or 1),
     never when it is near. Renumbered, it is relabelled (its labels learned from the rows

@@ -182,17 +182,40 @@ def infinite_rows(series: pd.Series) -> np.ndarray:
     return np.flatnonzero(np.isin(codes, infinite))
 
 
-def first_seen(series: pd.Series) -> np.ndarray:
-    """The distinct non-missing values of a column in order of first appearance (what
-    ``pd.factorize`` gives, computed from :func:`distinct`'s codes)."""
+def first_seen(series: pd.Series) -> tuple[np.ndarray, pd.Index, np.ndarray]:
+    """A column's :func:`distinct` codes and values, and the indices of the values that occur
+    in order of first appearance (what ``pd.factorize`` orders them by)."""
     codes, uniques = distinct(series)
     n = len(codes)
     first = np.full(len(uniques) + 1, n, dtype=np.int64)  # the last slot collects missing
     np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
     first = first[:-1]
     seen = np.flatnonzero(first < n)
-    order = seen[np.argsort(first[seen], kind="stable")]
-    return np.asarray(uniques, dtype=object)[order]
+    return codes, uniques, seen[np.argsort(first[seen], kind="stable")]
+
+
+def joint_text_codes(parts: Sequence[pd.Series]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Text columns of several tables coded in one space: the distinct values in order of
+    first appearance over the tables in turn (``pd.factorize`` of their concatenation), and
+    each table's codes (int32, -1 missing). Computed from each column's distinct values: the
+    first table's order is its own (no hashing of its values), a later table's values are
+    looked up among those seen before it."""
+    categories = np.empty(0, dtype=object)
+    out = []
+    for series in parts:
+        codes, uniques, order = first_seen(series)
+        values = np.asarray(uniques, dtype=object)
+        if categories.size:
+            joint = pd.Index(categories, dtype=object).get_indexer(
+                pd.Index(values, dtype=object)).astype(np.int32)
+        else:
+            joint = np.full(values.size, -1, dtype=np.int32)
+        new = order[joint[order] < 0]
+        joint[new] = categories.size + np.arange(new.size, dtype=np.int32)
+        categories = np.concatenate([categories, values[new]])
+        # each distinct value's joint code, and -1 (the last slot) for missing
+        out.append(np.append(joint, np.int32(-1))[codes])
+    return categories, out
 
 
 def used_values(series: pd.Series) -> pd.Index:
@@ -604,20 +627,8 @@ def encode_tables(
             exact = exact_integer_codes(list(present.values()), values_all)
             codes_all, categories = exact if exact is not None else sorted_codes(values_all)
         else:
-            # first-appearance order over the tables in turn (pd.factorize of their
-            # concatenation), from each column's distinct values: no per-row hashing of text
-            firsts = [first_seen(s) for s in present.values()]
-            _, joint = pd.factorize(pd.Series(np.concatenate(firsts) if firsts else [],
-                                              dtype=object), use_na_sentinel=True)
-            categories = np.asarray(joint, dtype=object)
-            lookup = pd.Index(categories, dtype=object)
-            codes_all = np.empty(int(offsets[-1]), dtype=np.int32)
-            for i, s in enumerate(present.values()):
-                codes, uniques = distinct(s)
-                # each distinct value's joint code, and -1 (the last slot) for missing
-                joint_code = np.append(lookup.get_indexer(pd.Index(uniques, dtype=object)),
-                                       -1).astype(np.int32)
-                codes_all[offsets[i]:offsets[i + 1]] = joint_code[codes]
+            categories, coded = joint_text_codes(list(present.values()))
+            codes_all = np.concatenate(coded) if coded else np.empty(0, dtype=np.int32)
             values_all = None
         for i, name in enumerate(names):
             sl = slice(offsets[i], offsets[i + 1])

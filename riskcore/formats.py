@@ -28,6 +28,8 @@ import pandas as pd
 
 from .data import (
     NUMBER_PATTERN,
+    as_text,
+    digit_codes,
     distinct,
     integer_digits,
     map_distinct,
@@ -197,6 +199,9 @@ def _integer_text(s: pd.Series) -> pd.Series:
 
 
 def _all_numbers(s: pd.Series) -> bool:
+    """Every value of a column is a number (:data:`NUMBER_PATTERN`), each distinct value
+    tested once: plain digits by Arrow's character test, the rest by the pattern in Arrow
+    when the values are Arrow text (:func:`riskcore.data.as_text`)."""
     if pd.api.types.is_bool_dtype(s.dtype):
         return False
     if pd.api.types.is_numeric_dtype(s.dtype):
@@ -204,16 +209,17 @@ def _all_numbers(s: pd.Series) -> bool:
     values = used_values(s)
     if not len(values):
         return True
-    text = pd.Series(np.asarray(values, dtype=object)).map(
-        lambda v: v if isinstance(v, str) else str(v))
+    text = as_text(values, s.dtype)
+    if digit_codes(text) is not None:  # every value plain digits: numbers, codes or not
+        return True
     return bool(text.str.match(NUMBER_PATTERN).all())
 
 
 def _needs_canonical(s: pd.Series) -> bool:
+    """Some value of a column is a number not written in canonical form (``1.0``, ``+1``)."""
     if pd.api.types.is_numeric_dtype(s.dtype):
         return True  # typed numbers become text: the other tables' labels are text
-    values = used_values(s)
-    text = pd.Series(np.asarray(values, dtype=object)).map(str)
+    text = as_text(used_values(s), s.dtype)
     return not bool(text.str.match(_CANONICAL).all())
 
 

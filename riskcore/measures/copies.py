@@ -202,17 +202,21 @@ def copies(original: Any, released: Any, control: Any = None, *,
     self_d = (np.isnan(mats[0].numeric).sum(axis=1) / p if mats[0].numeric.size
               else np.zeros(n_cmp))
 
-    def closest(cand: Any, codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def closest(cand: Any, codes: np.ndarray, rows: np.ndarray, every: np.ndarray | None
+                ) -> np.ndarray:
         _, d = kneighbors(mats[0], cand, 2)
         d = d / p
-        copied, _ = exact_matches(sample_codes, codes[rows])
+        # the sample's copies of the size-m rows: when those are every row of the table,
+        # the copies found over every released row already say it
+        copied = every[rel_rows] if every is not None and rows.size == codes.shape[0] else \
+            exact_matches(sample_codes, codes[rows])[0]
         fix = copied & (self_d < d[:, 0])
         d[fix, 1] = d[fix, 0]
         d[fix, 0] = self_d[fix]
         return d
 
     with progress.scope("distance to the original"):
-        d_o = closest(mats[1], ori_codes, ori_m)
+        d_o = closest(mats[1], ori_codes, ori_m, is_copy)
     dcr_o, nndr_o = d_o[:, 0], nndr(d_o[:, 0], d_o[:, 1])
     figures.update(_quantiles(dcr_o, "dcr_original"))
     figures["near_share"] = float(np.mean(dcr_o <= near))
@@ -223,7 +227,7 @@ def copies(original: Any, released: Any, control: Any = None, *,
     if control is not None:
         assert ctrl_m is not None and ctrl_codes is not None
         with progress.scope("distance to the control"):
-            d_c = closest(mats[2], ctrl_codes, ctrl_m)
+            d_c = closest(mats[2], ctrl_codes, ctrl_m, copy_ctrl)
         dcr_c, nndr_c = d_c[:, 0], nndr(d_c[:, 0], d_c[:, 1])
         figures.update(_quantiles(dcr_c, "dcr_control"))
         figures["nndr_control_median"] = float(np.median(nndr_c))

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import yaml
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2.bccache import Bucket, FileSystemBytecodeCache
 
 from ..errors import ConfigError
 from ..redact import visible
@@ -29,9 +30,40 @@ def _env() -> Environment:
     process that renders many reports (tests, ``riskgate serve``) compiles it once."""
     env = Environment(loader=FileSystemLoader(str(_TEMPLATES)),
                       autoescape=select_autoescape(["html", "j2"], default=True),
-                      trim_blocks=True, lstrip_blocks=True, finalize=_shown)
+                      trim_blocks=True, lstrip_blocks=True, finalize=_shown,
+                      bytecode_cache=_compiled_cache())
     env.filters["num"] = _fmt_number
     return env
+
+
+class _QuietCache(FileSystemBytecodeCache):
+    """Jinja's on-disk cache of compiled templates whose failures cost only the compilation:
+    a folder that cannot be read or written (full, read-only) is a cache miss, never an
+    error of the report."""
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, EOFError, ValueError):
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _compiled_cache() -> FileSystemBytecodeCache | None:
+    """The template compiled once per user, not once per process: every gate is a new process
+    and compiling the report's template costs 0.1 s of it (loading it, a millisecond). Jinja
+    keeps it in a private folder of the user's (mode 0700, refused when another user owns
+    it), each entry checked against the template's source; none where that folder cannot be
+    made."""
+    try:
+        return _QuietCache()
+    except (OSError, RuntimeError):
+        return None
 
 
 def _shown(value: Any) -> Any:

@@ -180,3 +180,21 @@ def test_a_step_done_in_threads_spans_its_first_start_to_its_last_end():
     with progress.working("encode"):  # outside a recording run: nothing kept
         pass
     assert spans.pop("encode") is None and spans.pop("load") == pytest.approx(1.0)
+
+
+def test_a_template_cache_that_cannot_be_written_or_read_costs_only_the_compilation(tmp_path):
+    """The compiled-template cache is a saving, never a failure: a folder that does not exist
+    (or cannot be written) and an entry that is not Jinja's are each a cache miss."""
+    from jinja2 import DictLoader, Environment
+
+    from riskcore.report import _QuietCache
+
+    missing = Environment(loader=DictLoader({"t": "{{ x }}"}),
+                          bytecode_cache=_QuietCache(str(tmp_path / "missing")))
+    assert missing.get_template("t").render(x=1) == "1"
+    cache = _QuietCache(str(tmp_path))
+    Environment(loader=DictLoader({"t": "{{ x }}"}), bytecode_cache=cache).get_template("t")
+    for entry in tmp_path.glob("__jinja2_*.cache"):
+        entry.write_bytes(b"not a cache entry")
+    again = Environment(loader=DictLoader({"t": "{{ x }}!"}), bytecode_cache=cache)
+    assert again.get_template("t").render(x=2) == "2!"

@@ -106,29 +106,6 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 sys.addaudithook(_audit)
 
 
-#: the modules that take longest (Prefect servers with workers, a run left to be declared
-#: lost after a minute without heartbeats, the ALC and anonymeter references, Dask clusters),
-#: longest first: pytest-xdist hands whole files to its workers in the order they are
-#: collected, and one of these collected last ran alone for minutes while the other worker
-#: sat idle
-LONGEST_FIRST = (
-    "flows/test_operations_faults.py", "flows/test_operations.py", "flows/test_faults.py",
-    "flows/test_operations_rules.py", "measures/alc/test_alc_reference.py",
-    "gate/test_partitioned.py", "flows/test_gate_ops.py",
-    "measures/attacks/test_anonymeter_golden.py",
-)
-
-
-def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    """:data:`LONGEST_FIRST`, then the rest in their own order (within a module, its order)."""
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-
-    def first(item: Any) -> int:
-        return rank.get(item.nodeid.split("::")[0].removeprefix("tests/"), len(rank))
-
-    items.sort(key=first)
-
-
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     """A suite that read beside the repository fails, naming what it read."""
     if READ_OUTSIDE:

@@ -22,7 +22,7 @@ from riskcore.gate.encoding import encode_measured
 from riskcore.gate.outputs import now_iso
 from riskcore.gate.policy import Decision, Verdict
 from riskcore.gate.tables import TableInfo
-from riskcore.measures import MeasureInputs
+from riskcore.measures import MeasureInputs, longest_first
 from riskcore.redact import redact_text
 from riskcore.results import MeasureResult
 from riskcore.threads import Beside
@@ -117,11 +117,13 @@ class PrefectSteps:
 
     def measures(self, gate: Gate, inputs: MeasureInputs
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]:
-        futures = {name: run_family.submit(name, Held(inputs), Held(params))
-                   for name, params in gate.measures.items()}
-        wait(list(futures.values()))
+        # the longest start first; the results keep the config's order
+        started = {name: run_family.submit(name, Held(inputs), Held(gate.measures[name]))
+                   for name in longest_first(gate.measures)}
+        wait(list(started.values()))
         results, errors = {}, {}
-        for name, fut in futures.items():
+        for name in gate.measures:
+            fut = started[name]
             state = fut.state
             if state.is_completed():
                 results[name] = fut.result()

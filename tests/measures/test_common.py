@@ -278,3 +278,14 @@ def test_markers_declared_give_the_documents_of_missing_cells(fam, tmp_path):
     got = run_measure(fam.name, _read_as_the_gate_does(tmp_path / "marked", marked, ["N"],
                                                        {"income": ["-9"]}), params).to_dict()
     assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+
+
+def test_the_families_that_take_longest_start_first():
+    """Behind fewer workers than families, the families that fit models start first, then
+    the row attacks and copies, the whole-table families, and the equivalence classes last,
+    each group in the config's order."""
+    from riskcore.measures import longest_first
+
+    names = ["k_anonymity", "reid", "copies", "alc", "singling_out", "utility", "suda"]
+    assert longest_first(names) == ["alc", "utility", "copies", "singling_out", "suda",
+                                    "k_anonymity", "reid"]

@@ -188,7 +188,7 @@ def longest_first(names: Iterable[str]) -> list[str]:
     workers)."""
     def rank(name: str) -> int:
         fam = BY_NAME.get(name)
-        if fam is None:  # not a family: left where the caller says it is not one
+        if fam is None:  # not a family: last (its run says so)
             return len(_STARTS) + 1
         return 0 if fam.fits_models else _STARTS[fam.scale]
 

@@ -521,7 +521,7 @@ def _stage(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray, fuzzy:
 
 
 def _identical(query: Matrix, original: Matrix, spans: Sequence[tuple[int, int, bool]],
-               lead: int = 0) -> tuple[np.ndarray, np.ndarray]:
+               lead: int) -> tuple[np.ndarray, np.ndarray]:
     """Query rows identical to original rows on every column (none missing or suppressed),
     each paired with a different one of them: a block of identical rows is matched row for
     row (rows alike are interchangeable), so that no greedy round leaves one of them without

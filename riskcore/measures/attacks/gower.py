@@ -382,11 +382,13 @@ def _nearest_squared_blocks(queries: MixedMatrix, candidates: MixedMatrix) -> np
             term = (a - b) ** 2
             an, bn = np.isnan(a), np.isnan(b)
             D += np.where(an & bn, 1.0, np.where(an | bn, np.inf, term))
+        mismatches = np.zeros_like(D)
         for j in range(qc.shape[1]):
             q, c = qc[:, j][:, None], candidates.categorical[:, j][None, :]
             w = candidates.wild[j] if candidates.wild else NO_WILDCARD
-            miss = (q != c) if w == NO_WILDCARD else (q != c) & (q != w) & (c != w)
-            D += 2.0 * miss
+            mismatches += (q != c) if w == NO_WILDCARD else (q != c) & (q != w) & (c != w)
+        if qc.shape[1]:  # added once, after the numbers, as the compiled search adds it
+            D += 2.0 * mismatches
         out[sl] = D.min(axis=1)
     return out
 

@@ -122,9 +122,11 @@ def test_candidates_alike_searched_by_groups_give_the_same_neighbours(monkeypatc
 
 
 def test_the_pruned_nearest_distance_equals_the_full_search():
-    """Membership's nearest-distance search (groups by categorical codes, a walk on
-    one sorted numeric column) gives the full search's distances to the bit, on ties, missing
-    numbers (alone and in the walk's column), suppressed cells, no numbers or no categories."""
+    """Membership's nearest-distance search (groups by categorical codes visited fewest
+    mismatches first, a walk on one sorted numeric column, sums left once no better) gives the
+    full search's distances to the bit, for one metric and for a squared one beside it in the
+    same walk, on ties, missing numbers (alone and in the walk's column), suppressed cells, no
+    numbers or no categories."""
     from riskcore.measures.attacks import gower
     from riskcore.measures.attacks.gower import MixedMatrix, nearest_distance
 
@@ -143,8 +145,14 @@ def test_the_pruned_nearest_distance_equals_the_full_search():
             return MixedMatrix(numeric=num, categorical=cat, columns=(), n=n, wild=wild)
 
         queries, candidates = matrix(int(rng.integers(1, 50))), matrix(int(rng.integers(1, 70)))
-        np.testing.assert_array_equal(nearest_distance(queries, candidates),
-                                      kneighbors(queries, candidates, 1)[1][:, 0])
+        full = kneighbors(queries, candidates, 1)[1][:, 0]
+        np.testing.assert_array_equal(nearest_distance(queries, candidates), full)
+        # several metrics in one walk, a squared one among them, against the numpy blocks
+        both = gower.nearest_distances([(queries, candidates, True), (queries, candidates,
+                                                                      False)])
+        np.testing.assert_array_equal(
+            both[:, 0], gower._nearest_squared_blocks(queries, candidates))
+        np.testing.assert_array_equal(both[:, 1], full)
 
 
 def test_the_compiled_query_counter_equals_the_row_by_row_definition(monkeypatch):

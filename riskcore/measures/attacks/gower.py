@@ -317,11 +317,13 @@ def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
     codes, so one mismatch count per group and query) and, within a group, sorted by one
     numeric column (the one with the most distinct values). Every term of a distance is at
     least 0, so a candidate's distance is at least its group's mismatch count plus that
-    column's difference: a query visits the group with the fewest mismatches first, skips
-    every group whose count is no better than the nearest found under every metric, and
+    column's difference: a query visits the groups by their mismatch count, fewest first,
+    stops at the first whose count is no better than the nearest found under every metric,
     walks a group outwards from its own value of that column until every metric's lower
-    bound reaches its nearest found. The distances computed are summed in the same order as
-    :func:`_block`, so each minimum is the same number. Without numba, the block search.
+    bound reaches its nearest found, and leaves a distance's sum as soon as its partial sum
+    is no better (rounding is monotone: a partial sum of terms >= 0 never exceeds the whole).
+    The distances computed are summed in the same order as :func:`_block`, so each minimum
+    is the same number. Without numba, the block search.
     """
     first_q, first_c, _ = metrics[0]
     kernel = compiled(_nearest_rows)
@@ -434,9 +436,11 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
     for t in range(k):
         weight[t] = 2.0 if squared[t] else 1.0
     mism = np.empty(n_groups, dtype=np.int64)
+    by_mism = np.empty(n_groups, dtype=np.int64)
+    tally = np.empty(q + 2, dtype=np.int64)
     best = np.empty(k)
     for i in range(nq):
-        low_g = 0
+        tally[:] = 0
         for g in range(n_groups):
             count = 0
             for c in range(q):
@@ -446,20 +450,25 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                 if a2 != b2 and not (w != NO_WILDCARD and (a2 == w or b2 == w)):
                     count += 1
             mism[g] = count
-            if count < mism[low_g]:
-                low_g = g
+            tally[count + 1] += 1
+        # the groups by mismatch count, fewest first (a counting sort): the nearest found
+        # falls soonest, and the first group whose count is no better under every metric
+        # ends the search, as every later one has at least as many
+        for c in range(q + 1):
+            tally[c + 1] += tally[c]
+        for g in range(n_groups):
+            by_mism[tally[mism[g]]] = g
+            tally[mism[g]] += 1
         for t in range(k):
             best[t] = inf
-        for step in range(n_groups + 1):
-            g = low_g if step == 0 else step - 1
-            if step > 0 and g == low_g:
-                continue
+        for step in range(n_groups):
+            g = by_mism[step]
             useful = False
             for t in range(k):
                 if weight[t] * mism[g] < best[t]:
                     useful = True
             if not useful:
-                continue
+                break
             if p == 0:
                 for t in range(k):
                     d0 = weight[t] * mism[g] if q else 0.0
@@ -498,6 +507,7 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                             break
                     for t in range(k):
                         acc = 0.0
+                        add = weight[t] * mism[g] if q else 0.0
                         for c in range(p):
                             a = qn[t, i, c]
                             b = cn[t, j, c]
@@ -509,8 +519,13 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                                 acc += (a - b) * (a - b)
                             else:
                                 acc += abs(a - b)
+                            # every term is >= 0 and rounding is monotone: a partial sum
+                            # already no better than the nearest found stays so (the sum's
+                            # order is unchanged, so each minimum is the same number)
+                            if acc + add >= best[t]:
+                                break
                         if q:
-                            acc += weight[t] * mism[g]
+                            acc += add
                         if acc < best[t]:
                             best[t] = acc
                     j = j + 1 if direction == 0 else j - 1

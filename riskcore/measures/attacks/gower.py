@@ -322,6 +322,8 @@ def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
     walks a group outwards from its own value of that column until every metric's lower
     bound reaches its nearest found, and leaves a distance's sum as soon as its partial sum
     is no better (rounding is monotone: a partial sum of terms >= 0 never exceeds the whole).
+    Queries with the same categorical codes are searched one after another, and the groups'
+    mismatch counts and order are made once for each run of them.
     The distances computed are summed in the same order as :func:`_block`, so each minimum
     is the same number. Without numba, the block search.
     """
@@ -353,9 +355,13 @@ def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
     wild = np.asarray(first_c.wild or (NO_WILDCARD,) * q, dtype=np.int32)
     k = len(metrics)
     out = np.empty((first_q.n, k))
+    # queries with the same categorical codes side by side: the search counts each group's
+    # mismatches once for a run of them (the counts depend on the codes alone)
+    codes = np.asarray(first_q.categorical, dtype=np.int32).reshape(first_q.n, q)
+    alike = np.lexsort(codes.T[::-1]) if q and first_q.n > 1 else np.arange(first_q.n)
     qn = np.ascontiguousarray(np.stack([np.asarray(qm.numeric, dtype=np.float64).reshape(
-        first_q.n, p) for qm, _, _ in metrics]))
-    qc = np.ascontiguousarray(first_q.categorical, dtype=np.int32)
+        first_q.n, p)[alike] for qm, _, _ in metrics]))
+    qc = np.ascontiguousarray(codes[alike])
     cs = np.ascontiguousarray(np.stack([np.asarray(c.numeric, dtype=np.float64).reshape(
         m, p)[order] for _, c, _ in metrics]))
     keys = np.ascontiguousarray(group_keys, dtype=np.int32)
@@ -367,7 +373,9 @@ def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
                out[sl])
 
     in_chunks(first_q.n, run, 512)
-    return out
+    found = np.empty_like(out)
+    found[alike] = out
+    return found
 
 
 def _nearest_squared_blocks(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarray:
@@ -440,25 +448,31 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
     tally = np.empty(q + 2, dtype=np.int64)
     best = np.empty(k)
     for i in range(nq):
-        tally[:] = 0
-        for g in range(n_groups):
-            count = 0
-            for c in range(q):
-                a2 = qc[i, c]
-                b2 = keys[g, c]
-                w = wild[c]
-                if a2 != b2 and not (w != NO_WILDCARD and (a2 == w or b2 == w)):
-                    count += 1
-            mism[g] = count
-            tally[count + 1] += 1
-        # the groups by mismatch count, fewest first (a counting sort): the nearest found
-        # falls soonest, and the first group whose count is no better under every metric
-        # ends the search, as every later one has at least as many
-        for c in range(q + 1):
-            tally[c + 1] += tally[c]
-        for g in range(n_groups):
-            by_mism[tally[mism[g]]] = g
-            tally[mism[g]] += 1
+        again = i > 0  # the previous query's codes (the caller puts them side by side)
+        for c in range(q):
+            if qc[i, c] != qc[i - 1, c]:
+                again = False
+                break
+        if not again:
+            tally[:] = 0
+            for g in range(n_groups):
+                count = 0
+                for c in range(q):
+                    a2 = qc[i, c]
+                    b2 = keys[g, c]
+                    w = wild[c]
+                    if a2 != b2 and not (w != NO_WILDCARD and (a2 == w or b2 == w)):
+                        count += 1
+                mism[g] = count
+                tally[count + 1] += 1
+            # the groups by mismatch count, fewest first (a counting sort): the nearest
+            # found falls soonest, and the first group whose count is no better under every
+            # metric ends the search, as every later one has at least as many
+            for c in range(q + 1):
+                tally[c + 1] += tally[c]
+            for g in range(n_groups):
+                by_mism[tally[mism[g]]] = g
+                tally[mism[g]] += 1
         for t in range(k):
             best[t] = inf
         for step in range(n_groups):

@@ -449,10 +449,11 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
     best = np.empty(k)
     for i in range(nq):
         again = i > 0  # the previous query's codes (the caller puts them side by side)
-        for c in range(q):
-            if qc[i, c] != qc[i - 1, c]:
-                again = False
-                break
+        if again:
+            for c in range(q):
+                if qc[i, c] != qc[i - 1, c]:
+                    again = False
+                    break
         if not again:
             tally[:] = 0
             for g in range(n_groups):

@@ -14,7 +14,7 @@ one (``calibrated``, ``density``): their non-members are the control rows outsid
 a reference row is never a target. The release is searched whole (or in a seeded sample of
 ``released_size`` rows when one is given), by
 :func:`riskcore.measures.attacks.gower.nearest_distance`, which prunes by the categorical
-codes and the first numeric column (exact). Every
+codes and boxes around the numbers of groups of rows (exact). Every
 distance is the attacks' Gower distance
 (:mod:`riskcore.measures.attacks.gower`) over the compared columns divided by their number,
 with each number first replaced by its quantile in the release (:func:`quantile_columns`): under
@@ -486,8 +486,8 @@ def _attack_view(released: Any, original: Any, control: Any, view: list[str], su
     rel, ori_t, ctl_t, ref = quantile_columns(prepared, quantiles)
     targets = _stack(ori_t, ctl_t)
     with progress.scope(f"membership: distances{suffix}"):
-        # the three distance attacks in one search of the release: their numbers are
-        # monotone maps of one another's (quantiles, z-scores), so one walk serves all
+        # the three distance attacks in one search of the release: the same rows, codes
+        # and missing cells, so one grouping of the release and one visit serve all
         rel_z, ori_z, ctl_z, _ = _standardized(prepared)
         rel_e, ori_e, ctl_e, _ = _standardized(prepared, halve=False)
         found = nearest_distances([(targets, rel, False),

@@ -30,7 +30,6 @@ import numpy as np
 import pandas as pd
 
 from ... import progress
-from ...arrays import unique
 from ...compiled import compiled
 from ...equivalence import group_rows
 from ...threads import in_chunks
@@ -45,6 +44,10 @@ DEFAULT_MAX_CELLS = 1_000_000
 GROUPED_BELOW = 0.5
 #: the code standing for "this column has no suppressed cells" (codes are >= -1)
 NO_WILDCARD = -9
+#: the nearest-distance search's leaves: at most this many rows of a group share a box
+LEAF_ROWS = 64
+#: a group of at most this many rows (one leaf) is searched row by row, without its box
+BOX_FROM_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -308,50 +311,55 @@ def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
                       ) -> np.ndarray:
     """Per query, its nearest candidate's distance under each of several metrics in one
     search: (n queries, k metrics). Each metric is (queries, candidates, squared), the same
-    rows, categorical codes and missing cells in every one, each metric's numbers a monotone
-    map of the first's (the release's quantiles, z-scores): the candidates' order by a
-    column is then every metric's, and one walk serves all (the attacks share it instead of
-    each searching anew).
+    rows, categorical codes and missing cells in every one (the release's quantiles,
+    z-scores), and one search serves all (the attacks share it instead of each searching
+    anew).
 
     The candidates are grouped by their categorical codes (every row of a group has the same
-    codes, so one mismatch count per group and query) and, within a group, sorted by one
-    numeric column (the one with the most distinct values). Every term of a distance is at
-    least 0, so a candidate's distance is at least its group's mismatch count plus that
-    column's difference: a query visits the groups by their mismatch count, fewest first,
-    stops at the first whose count is no better than the nearest found under every metric,
-    walks a group outwards from its own value of that column until every metric's lower
-    bound reaches its nearest found, and leaves a distance's sum as soon as its partial sum
-    is no better (rounding is monotone: a partial sum of terms >= 0 never exceeds the whole).
+    codes, so one mismatch count per group and query), and each group's rows are cut into
+    leaves of at most :data:`LEAF_ROWS` rows by halving along the numeric column of widest
+    range, a k-d tree's leaves (:func:`_leaves`). Each leaf keeps, per metric and column, the
+    range of its present numbers: a box. Every term of a distance is at least 0, so a row's
+    distance is at least its group's mismatch count plus, column by column, the query's
+    distance to the box (a query's missing number: 1, as it is 1 or +inf against any row; a
+    column missing in every row of the leaf: +inf, as it is against each). A query visits the
+    groups by their mismatch count, fewest first, and stops at the first whose count is no
+    better than the nearest found under every metric; in a group it visits first the leaf
+    with the lowest bound, then every other leaf whose bound is still below the nearest found
+    under some metric; it leaves a distance's sum as soon as its partial sum is no better.
+    Bounds and distances are summed in the same column order, and rounding is monotone, so a
+    bound never exceeds the distance it bounds; the distances computed are summed in the same
+    order as :func:`_block`, so each minimum is the same number.
     Queries with the same categorical codes are searched one after another, and the groups'
-    mismatch counts and order are made once for each run of them.
-    The distances computed are summed in the same order as :func:`_block`, so each minimum
-    is the same number. Without numba, the block search.
+    mismatch counts and order are made once for each run of them. Without numba, the block
+    search.
     """
     first_q, first_c, _ = metrics[0]
     kernel = compiled(_nearest_rows)
-    if kernel is None or first_c.n == 0:
+    cut = compiled(_leaves)
+    if kernel is None or cut is None or first_c.n == 0:
         return np.column_stack([
             _nearest_squared_blocks(q, c) if sq else kneighbors(q, c, 1)[1][:, 0]
             for q, c, sq in metrics])
-    cn = np.asarray(first_c.numeric, dtype=np.float64)
     cc = np.asarray(first_c.categorical, dtype=np.int32)
-    m, p = cn.shape
-    q = cc.shape[1]
+    m, q = cc.shape
+    p = np.asarray(first_c.numeric).reshape(m, -1).shape[1]
     group_keys, group = _groups(cc)
-    # the walk's column: the numeric one with the most distinct values (on a sample of rows)
-    # prunes most
-    look = cn[:: max(1, m // 10_000)]
-    sort_col = int(np.argmax([unique(look[:, c]).size for c in range(p)])) if p else 0
-    first = cn[:, sort_col] if p else np.zeros(m)
-    nan_first = np.isnan(first)
-    # by group, then the column's value, missing last: two stable sorts (a lexsort of a
-    # million rows costs several times more)
-    by_value = np.argsort(np.where(nan_first, np.inf, first), kind="stable")
-    order = by_value[np.argsort(group[by_value], kind="stable")]
+    order = np.argsort(group, kind="stable")
     n_groups = group_keys.shape[0]
-    starts = np.searchsorted(group[order], np.arange(n_groups + 1))
-    nan_starts = starts[:-1] + np.add.reduceat(
-        (~nan_first[order]).astype(np.int64), starts[:-1]) if n_groups else starts[:-1]
+    starts = np.searchsorted(group[order], np.arange(n_groups + 1)).astype(np.int64)
+    cs = np.stack([np.asarray(c.numeric, dtype=np.float64).reshape(m, p)[order]
+                   for _, c, _ in metrics])
+    # each group's rows in leaves, and each leaf's box per metric (fmin/fmax skip missing
+    # numbers; a column missing in every row of a leaf stays NaN)
+    within = np.arange(m, dtype=np.int64)
+    leaf_starts, group_leaves = cut(np.ascontiguousarray(cs[0]), starts, LEAF_ROWS, within)
+    cs = np.ascontiguousarray(cs[:, within])
+    if p:
+        lo = np.ascontiguousarray(np.fmin.reduceat(cs, leaf_starts[:-1], axis=1))
+        hi = np.ascontiguousarray(np.fmax.reduceat(cs, leaf_starts[:-1], axis=1))
+    else:
+        lo = hi = np.zeros((len(metrics), leaf_starts.size - 1, 0))
     wild = np.asarray(first_c.wild or (NO_WILDCARD,) * q, dtype=np.int32)
     k = len(metrics)
     out = np.empty((first_q.n, k))
@@ -362,14 +370,11 @@ def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
     qn = np.ascontiguousarray(np.stack([np.asarray(qm.numeric, dtype=np.float64).reshape(
         first_q.n, p)[alike] for qm, _, _ in metrics]))
     qc = np.ascontiguousarray(codes[alike])
-    cs = np.ascontiguousarray(np.stack([np.asarray(c.numeric, dtype=np.float64).reshape(
-        m, p)[order] for _, c, _ in metrics]))
     keys = np.ascontiguousarray(group_keys, dtype=np.int32)
     squared = np.asarray([sq for _, _, sq in metrics], dtype=np.bool_)
-    starts, nan_starts = starts.astype(np.int64), np.asarray(nan_starts, dtype=np.int64)
 
     def run(sl: slice) -> None:
-        kernel(qn[:, sl], qc[sl], cs, keys, starts, nan_starts, wild, sort_col, squared,
+        kernel(qn[:, sl], qc[sl], cs, keys, group_leaves, leaf_starts, lo, hi, wild, squared,
                out[sl])
 
     in_chunks(first_q.n, run, 512)
@@ -428,15 +433,89 @@ def _groups(cc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (keys + low).astype(np.int32), np.asarray(group).ravel()
 
 
+def _leaves(x: np.ndarray, starts: np.ndarray, leaf: int, perm: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Each group's rows (``starts[g]:starts[g+1]`` of ``x``, rows by columns) cut into
+    leaves of at most ``leaf`` rows: a range of more is halved at the median of its column of
+    widest range among its present numbers (missing ones count as the largest; a selection,
+    not a sort), or halved as it is when no column varies. Reorders ``perm`` (the rows'
+    positions) in place, leaf by leaf; returns the leaves' starts in ``perm`` (and the end)
+    and each group's first leaf (and the end)."""
+    m, p = x.shape
+    n_groups = starts.size - 1
+    leaf_starts = np.empty(m + n_groups + 1, dtype=np.int64)
+    group_leaves = np.empty(n_groups + 1, dtype=np.int64)
+    stack = np.empty((130, 2), dtype=np.int64)  # halving: depth <= log2(m) + 1
+    n_leaves = 0
+    for g in range(n_groups):
+        group_leaves[g] = n_leaves
+        stack[0, 0], stack[0, 1] = starts[g], starts[g + 1]
+        top = 1
+        while top > 0:
+            top -= 1
+            lo, hi = stack[top, 0], stack[top, 1]
+            if hi - lo <= leaf:
+                leaf_starts[n_leaves] = lo
+                n_leaves += 1
+                continue
+            widest, width = -1, 0.0
+            for c in range(p):
+                small, large = np.inf, -np.inf
+                for j in range(lo, hi):
+                    v = x[perm[j], c]
+                    if v < small:
+                        small = v
+                    if v > large:
+                        large = v
+                if large - small > width:
+                    widest, width = c, large - small
+            mid = (lo + hi) // 2
+            if widest >= 0:  # the rows below the median before it, the others after it
+                key = np.empty(hi - lo)
+                for j in range(lo, hi):
+                    v = x[perm[j], widest]
+                    key[j - lo] = v if v == v else np.inf
+                rows = perm[lo:hi].copy()
+                left, right, kth = 0, hi - lo - 1, mid - lo
+                while left < right:  # Hoare's selection, the pivot a median of three
+                    a, b, c = key[left], key[(left + right) // 2], key[right]
+                    pivot = max(min(a, b), min(max(a, b), c))
+                    i, j = left, right
+                    while i <= j:
+                        while key[i] < pivot:
+                            i += 1
+                        while key[j] > pivot:
+                            j -= 1
+                        if i <= j:
+                            key[i], key[j] = key[j], key[i]
+                            rows[i], rows[j] = rows[j], rows[i]
+                            i += 1
+                            j -= 1
+                    if kth <= j:
+                        right = j
+                    elif kth >= i:
+                        left = i
+                    else:
+                        break
+                perm[lo:hi] = rows
+            stack[top, 0], stack[top, 1] = mid, hi  # the left half is cut first
+            stack[top + 1, 0], stack[top + 1, 1] = lo, mid
+            top += 2
+    group_leaves[n_groups] = n_leaves
+    leaf_starts[n_leaves] = m
+    return leaf_starts[:n_leaves + 1].copy(), group_leaves
+
+
 def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarray,
-                  starts: np.ndarray, nan_starts: np.ndarray, wild: np.ndarray, s: int,
-                  squared: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
-    """:func:`nearest_distances`' search: ``cn`` (metrics, rows, columns) sorted by group,
-    then NaN-ness and value of column ``s``; group g's rows are starts[g]:starts[g+1], its NaN
-    rows from nan_starts[g]. A metric with ``squared`` sums squared differences and weighs a
-    mismatch 2. One function on purpose: numba compiles it as one loop nest, and the pruning
-    bounds it keeps across groups would be arguments and calls in the innermost loop if it
-    were split."""
+                  group_leaves: np.ndarray, leaf_starts: np.ndarray, lo: np.ndarray,
+                  hi: np.ndarray, wild: np.ndarray, squared: np.ndarray,
+                  out: np.ndarray) -> None:  # pragma: no cover
+    """:func:`nearest_distances`' search: ``cn`` (metrics, rows, columns) leaf by leaf, group
+    g's leaves group_leaves[g]:group_leaves[g+1], leaf l's rows leaf_starts[l]:
+    leaf_starts[l+1] and its box lo[:, l], hi[:, l]. A metric with ``squared`` sums squared
+    differences and weighs a mismatch 2. One function on purpose: numba compiles it as one
+    loop nest, and the pruning bounds it keeps across groups would be arguments and calls in
+    the innermost loop if it were split."""
     k, nq, p = qn.shape
     n_groups, q = keys.shape
     inf = np.inf
@@ -447,6 +526,11 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
     by_mism = np.empty(n_groups, dtype=np.int64)
     tally = np.empty(q + 2, dtype=np.int64)
     best = np.empty(k)
+    most = 1
+    for g in range(n_groups):
+        most = max(most, group_leaves[g + 1] - group_leaves[g])
+    bound = np.empty((most, k))
+    visit = np.empty(most, dtype=np.int64)
     for i in range(nq):
         again = i > 0  # the previous query's codes (the caller puts them side by side)
         if again:
@@ -490,36 +574,61 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                     if d0 < best[t]:
                         best[t] = d0
                 continue
-            a0 = qn[0, i, s]
-            lo, hi, ns = starts[g], starts[g + 1], nan_starts[g]
-            if a0 != a0:  # a missing first value is near only the group's missing ones
-                j_from, j_to = ns, hi
+            l0, l1 = group_leaves[g], group_leaves[g + 1]
+            n_visit = 0
+            if l1 - l0 == 1 and leaf_starts[l1] - leaf_starts[l0] <= BOX_FROM_ROWS:
+                visit[0] = l0  # a few rows: their distances cost what a bound would
+                n_visit = 1
             else:
-                j_from, j_to = lo, ns
-            if a0 != a0:
-                pos = j_from
-            else:  # the first row whose first value is >= a0
-                left, right = lo, ns
-                while left < right:
-                    mid = (left + right) // 2
-                    if cn[0, mid, s] < a0:
-                        left = mid + 1
-                    else:
-                        right = mid
-                pos = left
-            # outwards from pos: right (j = pos, pos+1, ...) then left (pos-1, ...)
-            for direction in range(2):
-                j = pos if direction == 0 else pos - 1
-                while j_from <= j < j_to:
-                    if a0 == a0:
-                        below = False
-                        for t in range(k):
-                            gap = abs(qn[t, i, s] - cn[t, j, s])
-                            bound = (gap * gap if squared[t] else gap) + weight[t] * mism[g]
-                            if bound < best[t]:
-                                below = True
-                        if not below:
-                            break
+                # every leaf's bound; the lowest (first metric) first, then the rest in order
+                first, first_bound = -1, inf
+                for leaf in range(l0, l1):
+                    below = False
+                    for t in range(k):
+                        acc = 0.0
+                        for c in range(p):
+                            a = qn[t, i, c]
+                            if a != a:
+                                acc += 1.0
+                                continue
+                            low = lo[t, leaf, c]
+                            if low != low:  # missing in every row of the leaf
+                                acc += inf
+                                continue
+                            if a < low:
+                                gap = low - a
+                            elif a > hi[t, leaf, c]:
+                                gap = a - hi[t, leaf, c]
+                            else:
+                                gap = 0.0
+                            acc += gap * gap if squared[t] else gap
+                        if q:
+                            acc += weight[t] * mism[g]
+                        bound[leaf - l0, t] = acc
+                        if acc < best[t]:
+                            below = True
+                    if below and bound[leaf - l0, 0] < first_bound:
+                        first, first_bound = leaf, bound[leaf - l0, 0]
+                    elif below and first < 0:
+                        first = leaf
+                if first < 0:
+                    continue
+                visit[0] = first
+                n_visit = 1
+                for leaf in range(l0, l1):
+                    if leaf != first:
+                        visit[n_visit] = leaf
+                        n_visit += 1
+            for v in range(n_visit):
+                leaf = visit[v]
+                if v > 0:  # still below the nearest found under some metric?
+                    below = False
+                    for t in range(k):
+                        if bound[leaf - l0, t] < best[t]:
+                            below = True
+                    if not below:
+                        continue
+                for j in range(leaf_starts[leaf], leaf_starts[leaf + 1]):
                     for t in range(k):
                         acc = 0.0
                         add = weight[t] * mism[g] if q else 0.0
@@ -543,8 +652,5 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                             acc += add
                         if acc < best[t]:
                             best[t] = acc
-                    j = j + 1 if direction == 0 else j - 1
-                if a0 != a0 and direction == 0:
-                    break
         for t in range(k):
             out[i, t] = best[t]

@@ -123,17 +123,20 @@ def test_candidates_alike_searched_by_groups_give_the_same_neighbours(monkeypatc
 
 def test_the_pruned_nearest_distance_equals_the_full_search():
     """Membership's nearest-distance search (groups by categorical codes visited fewest
-    mismatches first, a walk on one sorted numeric column, sums left once no better) gives the
-    full search's distances to the bit, for one metric and for a squared one beside it in the
-    same walk, on ties, missing numbers (alone and in the walk's column), suppressed cells, no
-    numbers or no categories."""
+    mismatches first, their rows in leaves skipped by their boxes, sums left once no better)
+    gives the full search's distances to the bit, for one metric and for a squared one beside
+    it in the same search, on ties, missing numbers (alone, and in every row of a leaf's
+    column), suppressed cells, no numbers or no categories, small groups searched row by row
+    and large ones cut into many leaves."""
     from riskcore.measures.attacks import gower
     from riskcore.measures.attacks.gower import MixedMatrix, nearest_distance
 
     rng = np.random.default_rng(31)
-    for trial in range(240):
+    for trial in range(300):
         p, q = int(rng.integers(0, 4)), int(rng.integers(0, 4))
-        nan_share, card = (0.0, 0.1, 0.5)[trial % 3], int(rng.integers(1, 5))
+        nan_share, card = (0.0, 0.1, 0.5, 0.95)[trial % 4], int(rng.integers(1, 5))
+        # every fifth trial: a few large groups, cut into leaves of LEAF_ROWS rows
+        most = 70 if trial % 5 else 12 * gower.LEAF_ROWS
         wild = tuple(int(rng.choice([gower.NO_WILDCARD, 0, 1])) for _ in range(q))
 
         def matrix(n, p=p, q=q, nan_share=nan_share, card=card, wild=wild, ties=trial % 2):
@@ -144,7 +147,7 @@ def test_the_pruned_nearest_distance_equals_the_full_search():
             cat = rng.integers(-1, card, size=(n, q)).astype(np.int32)
             return MixedMatrix(numeric=num, categorical=cat, columns=(), n=n, wild=wild)
 
-        queries, candidates = matrix(int(rng.integers(1, 50))), matrix(int(rng.integers(1, 70)))
+        queries, candidates = matrix(int(rng.integers(1, 50))), matrix(int(rng.integers(1, most)))
         full = kneighbors(queries, candidates, 1)[1][:, 0]
         np.testing.assert_array_equal(nearest_distance(queries, candidates), full)
         # several metrics in one walk, a squared one among them, against the numpy blocks

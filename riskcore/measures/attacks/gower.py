@@ -7,10 +7,14 @@ of a column are missing the column adds 1; a missing value against a present num
 distance undefined (the candidate is never a neighbour: +inf). Categorical missing values are a
 category of their own (anonymeter label-encodes them). It is a sum, not a mean.
 
-The search is vectorized over blocks of queries: a block of b queries against all m candidates
-is a b x m matrix, with b chosen so that the matrix stays under ``max_cells`` entries; memory is
-bounded and never n x m for large tables. Ties are broken by the candidate's row number, so the
-result is deterministic.
+With numba, the search is compiled and pruned (:func:`_search`): the candidates grouped by
+their categorical codes, each group's rows cut into leaves with a box around their numbers,
+and a leaf skipped when its box is farther than the k-th nearest found; the same distances,
+summed in the same order, and the same neighbours. Without it, the search is vectorized over
+blocks of queries: a block of b queries against all m candidates is a b x m matrix, with b
+chosen so that the matrix stays under ``max_cells`` entries; memory is bounded and never
+n x m for large tables. Ties are broken by the candidate's row number, so the result is
+deterministic.
 
 Candidates alike (the same numbers and codes: a generalized release has a few thousand
 distinct rows on an attack's columns among millions) are at the same distance from every
@@ -144,24 +148,12 @@ def kneighbors(queries: MixedMatrix, candidates: MixedMatrix, k: int,
     groups = _alike(candidates) if grouped and kernel is not None and nq else None
     if groups is not None:
         return _by_groups(queries, candidates, k, *groups)
+    if kernel is not None:  # the search by groups of codes and leaves, ties in row order
+        idx, dist = _search([(queries, candidates, False)], k, True, kernel)
+        return idx[:, 0], dist[:, 0]
     block = max(1, min(nq, max_cells // max(m, 1)))
     out_i = np.empty((nq, k), dtype=np.int64)
     out_d = np.empty((nq, k))
-    if kernel is not None:  # one pass per query, no b x m matrix
-        block = max(1, min(nq, 256))
-        cn = np.ascontiguousarray(candidates.numeric, dtype=np.float64)
-        cc = np.ascontiguousarray(candidates.categorical, dtype=np.int32)
-        wild = np.asarray(candidates.wild or (NO_WILDCARD,) * cc.shape[1], dtype=np.int32)
-    if kernel is not None:  # blocks of queries on the budget's threads (nogil kernel)
-        qn_all = np.ascontiguousarray(queries.numeric, dtype=np.float64)
-        qc_all = np.ascontiguousarray(queries.categorical, dtype=np.int32)
-
-        def run(sl: slice) -> None:
-            kernel(qn_all[sl], qc_all[sl], cn, cc, wild, out_i[sl], out_d[sl])
-
-        in_chunks(nq, run, block,
-                  lambda done: progress.tick("nearest neighbours (queries)", done, nq))
-        return out_i, out_d
     for start in range(0, nq, block):
         progress.tick("nearest neighbours (queries)", start, nq)
         sl = slice(start, min(nq, start + block))
@@ -213,61 +205,10 @@ def _by_groups(queries: MixedMatrix, candidates: MixedMatrix, k: int, first: np.
 
 
 def _compiled() -> Any:
-    """The compiled kernel, or None without numba (the NumPy path gives the same result)."""
-    return compiled(_knn_rows)
-
-
-def _knn_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, cc: np.ndarray,
-              wild: np.ndarray, out_i: np.ndarray, out_d: np.ndarray) -> None:  # pragma: no cover
-    """Per query the k nearest candidates, (distance, row) ascending, in one pass over the
-    candidates: the same sums in the same order as :func:`_block` (numeric terms from 0.0,
-    then the count of categorical mismatches), so the same float64 distances, and a sorted
-    buffer of k where a later row never displaces an equal earlier one (ties: lower row)."""
-    nq, p = qn.shape
-    m, q = cc.shape
-    k = out_i.shape[1]
-    inf = np.inf
-    for i in range(nq):
-        filled = 0
-        worst = inf  # the k-th distance so far; every term is >= 0, so a partial sum at or
-        for j in range(m):  # above it already rules the candidate out
-            d = 0.0
-            for c in range(p):
-                a = qn[i, c]
-                b = cn[j, c]
-                if a != a:
-                    d += 1.0 if b != b else inf
-                elif b != b:
-                    d += inf
-                else:
-                    d += abs(a - b)
-                if filled == k and d >= worst:
-                    break
-            if filled == k and d >= worst:
-                continue
-            count = 0
-            for c in range(q):
-                a2 = qc[i, c]
-                b2 = cc[j, c]
-                w = wild[c]
-                if a2 != b2 and not (w != NO_WILDCARD and (a2 == w or b2 == w)):
-                    count += 1
-            if q:
-                d += count
-            if filled == k and not d < worst:
-                continue
-            pos = filled if filled < k else k - 1
-            while pos > 0 and out_d[i, pos - 1] > d:
-                if pos < k:
-                    out_d[i, pos] = out_d[i, pos - 1]
-                    out_i[i, pos] = out_i[i, pos - 1]
-                pos -= 1
-            out_d[i, pos] = d
-            out_i[i, pos] = j
-            if filled < k:
-                filled += 1
-            if filled == k:
-                worst = out_d[i, k - 1]
+    """The compiled search and the cutting of leaves, or None without numba (the NumPy path
+    gives the same result)."""
+    kernel, cut = compiled(_nearest_rows), compiled(_leaves)
+    return None if kernel is None or cut is None else (kernel, cut)
 
 
 def _smallest_k(D: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -334,13 +275,23 @@ def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
     mismatch counts and order are made once for each run of them. Without numba, the block
     search.
     """
-    first_q, first_c, _ = metrics[0]
-    kernel = compiled(_nearest_rows)
-    cut = compiled(_leaves)
-    if kernel is None or cut is None or first_c.n == 0:
+    kernel = _compiled()
+    if kernel is None or metrics[0][1].n == 0:
         return np.column_stack([
             _nearest_squared_blocks(q, c) if sq else kneighbors(q, c, 1)[1][:, 0]
             for q, c, sq in metrics])
+    return _search(metrics, 1, False, kernel)[1][:, :, 0]
+
+
+def _search(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]], k: int, ties: bool,
+            kernel: tuple[Any, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The compiled search (:func:`nearest_distances` describes it): per query and metric
+    the k nearest candidates, (indices, distances) each (n queries, metrics, k), nearest
+    first. With ``ties``, a candidate at the k-th distance is kept over a later row (the
+    k nearest by (distance, row), as :func:`_smallest_k`), and a bound equal to the k-th
+    distance does not rule a leaf out; without, only the distances are exact."""
+    search, cut = kernel
+    first_q, first_c, _ = metrics[0]
     cc = np.asarray(first_c.categorical, dtype=np.int32)
     m, q = cc.shape
     p = np.asarray(first_c.numeric).reshape(m, -1).shape[1]
@@ -355,32 +306,34 @@ def nearest_distances(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]]
     within = np.arange(m, dtype=np.int64)
     leaf_starts, group_leaves = cut(np.ascontiguousarray(cs[0]), starts, LEAF_ROWS, within)
     cs = np.ascontiguousarray(cs[:, within])
+    rows = np.ascontiguousarray(order[within], dtype=np.int64)
     if p:
         lo = np.ascontiguousarray(np.fmin.reduceat(cs, leaf_starts[:-1], axis=1))
         hi = np.ascontiguousarray(np.fmax.reduceat(cs, leaf_starts[:-1], axis=1))
     else:
         lo = hi = np.zeros((len(metrics), leaf_starts.size - 1, 0))
     wild = np.asarray(first_c.wild or (NO_WILDCARD,) * q, dtype=np.int32)
-    k = len(metrics)
-    out = np.empty((first_q.n, k))
+    nq, n_metrics = first_q.n, len(metrics)
+    out_i = np.empty((nq, n_metrics, k), dtype=np.int64)
+    out_d = np.empty((nq, n_metrics, k))
     # queries with the same categorical codes side by side: the search counts each group's
     # mismatches once for a run of them (the counts depend on the codes alone)
-    codes = np.asarray(first_q.categorical, dtype=np.int32).reshape(first_q.n, q)
-    alike = np.lexsort(codes.T[::-1]) if q and first_q.n > 1 else np.arange(first_q.n)
+    codes = np.asarray(first_q.categorical, dtype=np.int32).reshape(nq, q)
+    alike = np.lexsort(codes.T[::-1]) if q and nq > 1 else np.arange(nq)
     qn = np.ascontiguousarray(np.stack([np.asarray(qm.numeric, dtype=np.float64).reshape(
-        first_q.n, p)[alike] for qm, _, _ in metrics]))
+        nq, p)[alike] for qm, _, _ in metrics]))
     qc = np.ascontiguousarray(codes[alike])
     keys = np.ascontiguousarray(group_keys, dtype=np.int32)
     squared = np.asarray([sq for _, _, sq in metrics], dtype=np.bool_)
 
     def run(sl: slice) -> None:
-        kernel(qn[:, sl], qc[sl], cs, keys, group_leaves, leaf_starts, lo, hi, wild, squared,
-               out[sl])
+        search(qn[:, sl], qc[sl], cs, rows, keys, group_leaves, leaf_starts, lo, hi, wild,
+               squared, ties, out_i[sl], out_d[sl])
 
-    in_chunks(first_q.n, run, 512)
-    found = np.empty_like(out)
-    found[alike] = out
-    return found
+    in_chunks(nq, run, 512, lambda done: progress.tick("nearest neighbours (queries)", done, nq))
+    found_i, found_d = np.empty_like(out_i), np.empty_like(out_d)
+    found_i[alike], found_d[alike] = out_i, out_d
+    return found_i, found_d
 
 
 def _nearest_squared_blocks(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarray:
@@ -506,18 +459,21 @@ def _leaves(x: np.ndarray, starts: np.ndarray, leaf: int, perm: np.ndarray
     return leaf_starts[:n_leaves + 1].copy(), group_leaves
 
 
-def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarray,
-                  group_leaves: np.ndarray, leaf_starts: np.ndarray, lo: np.ndarray,
-                  hi: np.ndarray, wild: np.ndarray, squared: np.ndarray,
-                  out: np.ndarray) -> None:  # pragma: no cover
-    """:func:`nearest_distances`' search: ``cn`` (metrics, rows, columns) leaf by leaf, group
-    g's leaves group_leaves[g]:group_leaves[g+1], leaf l's rows leaf_starts[l]:
-    leaf_starts[l+1] and its box lo[:, l], hi[:, l]. A metric with ``squared`` sums squared
-    differences and weighs a mismatch 2. One function on purpose: numba compiles it as one
-    loop nest, and the pruning bounds it keeps across groups would be arguments and calls in
-    the innermost loop if it were split."""
+def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, rows: np.ndarray,
+                  keys: np.ndarray, group_leaves: np.ndarray, leaf_starts: np.ndarray,
+                  lo: np.ndarray, hi: np.ndarray, wild: np.ndarray, squared: np.ndarray,
+                  ties: bool, out_i: np.ndarray, out_d: np.ndarray
+                  ) -> None:  # pragma: no cover
+    """:func:`_search`'s kernel: ``cn`` (metrics, rows, columns) leaf by leaf, position j
+    being candidate ``rows[j]``; group g's leaves group_leaves[g]:group_leaves[g+1], leaf l's
+    rows leaf_starts[l]:leaf_starts[l+1] and its box lo[:, l], hi[:, l]. A metric with
+    ``squared`` sums squared differences and weighs a mismatch 2. Per query and metric a
+    buffer of the k nearest, sorted by (distance, row). One function on purpose: numba
+    compiles it as one loop nest, and the pruning bounds it keeps across groups would be
+    arguments and calls in the innermost loop if it were split."""
     k, nq, p = qn.shape
     n_groups, q = keys.shape
+    kk = out_d.shape[2]
     inf = np.inf
     weight = np.empty(k)
     for t in range(k):
@@ -525,7 +481,8 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
     mism = np.empty(n_groups, dtype=np.int64)
     by_mism = np.empty(n_groups, dtype=np.int64)
     tally = np.empty(q + 2, dtype=np.int64)
-    best = np.empty(k)
+    worst = np.empty(k)  # per metric the k-th distance so far (+inf until k are found)
+    filled = np.empty(k, dtype=np.int64)
     most = 1
     for g in range(n_groups):
         most = max(most, group_leaves[g + 1] - group_leaves[g])
@@ -551,7 +508,7 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                 mism[g] = count
                 tally[count + 1] += 1
             # the groups by mismatch count, fewest first (a counting sort): the nearest
-            # found falls soonest, and the first group whose count is no better under every
+            # found fall soonest, and the first group whose count is no better under every
             # metric ends the search, as every later one has at least as many
             for c in range(q + 1):
                 tally[c + 1] += tally[c]
@@ -559,21 +516,20 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                 by_mism[tally[mism[g]]] = g
                 tally[mism[g]] += 1
         for t in range(k):
-            best[t] = inf
+            worst[t] = inf
+            filled[t] = 0
+            for x in range(kk):  # what stays unfilled (every candidate at +inf, ruled out)
+                out_d[i, t, x] = inf
+                out_i[i, t, x] = -1
         for step in range(n_groups):
             g = by_mism[step]
             useful = False
             for t in range(k):
-                if weight[t] * mism[g] < best[t]:
+                least = weight[t] * mism[g]
+                if least < worst[t] or (ties and least == worst[t]):
                     useful = True
             if not useful:
                 break
-            if p == 0:
-                for t in range(k):
-                    d0 = weight[t] * mism[g] if q else 0.0
-                    if d0 < best[t]:
-                        best[t] = d0
-                continue
             l0, l1 = group_leaves[g], group_leaves[g + 1]
             n_visit = 0
             if l1 - l0 == 1 and leaf_starts[l1] - leaf_starts[l0] <= BOX_FROM_ROWS:
@@ -605,12 +561,10 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                         if q:
                             acc += weight[t] * mism[g]
                         bound[leaf - l0, t] = acc
-                        if acc < best[t]:
+                        if acc < worst[t] or (ties and acc == worst[t]):
                             below = True
-                    if below and bound[leaf - l0, 0] < first_bound:
+                    if below and (first < 0 or bound[leaf - l0, 0] < first_bound):
                         first, first_bound = leaf, bound[leaf - l0, 0]
-                    elif below and first < 0:
-                        first = leaf
                 if first < 0:
                     continue
                 visit[0] = first
@@ -621,17 +575,20 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                         n_visit += 1
             for v in range(n_visit):
                 leaf = visit[v]
-                if v > 0:  # still below the nearest found under some metric?
+                if v > 0:  # still within the k nearest found under some metric?
                     below = False
                     for t in range(k):
-                        if bound[leaf - l0, t] < best[t]:
+                        least = bound[leaf - l0, t]
+                        if least < worst[t] or (ties and least == worst[t]):
                             below = True
                     if not below:
                         continue
                 for j in range(leaf_starts[leaf], leaf_starts[leaf + 1]):
+                    r = rows[j]
                     for t in range(k):
                         acc = 0.0
                         add = weight[t] * mism[g] if q else 0.0
+                        limit = worst[t]
                         for c in range(p):
                             a = qn[t, i, c]
                             b = cn[t, j, c]
@@ -644,13 +601,26 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, keys: np.ndarr
                             else:
                                 acc += abs(a - b)
                             # every term is >= 0 and rounding is monotone: a partial sum
-                            # already no better than the nearest found stays so (the sum's
-                            # order is unchanged, so each minimum is the same number)
-                            if acc + add >= best[t]:
+                            # already past the k-th found stays so (the sum's order is
+                            # unchanged, so each distance is the same number)
+                            part = acc + add
+                            if part > limit or (not ties and part == limit):
                                 break
                         if q:
                             acc += add
-                        if acc < best[t]:
-                            best[t] = acc
-        for t in range(k):
-            out[i, t] = best[t]
+                        if filled[t] == kk and not (acc < limit or (
+                                ties and acc == limit and r < out_i[i, t, kk - 1])):
+                            continue
+                        # into the sorted buffer: (distance, row) ascending
+                        pos = filled[t] if filled[t] < kk else kk - 1
+                        while pos > 0 and (out_d[i, t, pos - 1] > acc or (
+                                out_d[i, t, pos - 1] == acc and out_i[i, t, pos - 1] > r)):
+                            out_d[i, t, pos] = out_d[i, t, pos - 1]
+                            out_i[i, t, pos] = out_i[i, t, pos - 1]
+                            pos -= 1
+                        out_d[i, t, pos] = acc
+                        out_i[i, t, pos] = r
+                        if filled[t] < kk:
+                            filled[t] += 1
+                        if filled[t] == kk:
+                            worst[t] = out_d[i, t, kk - 1]

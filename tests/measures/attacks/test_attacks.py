@@ -69,8 +69,9 @@ def test_gower_and_neighbours_against_brute_force(reference):
 
 
 def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monkeypatch):
-    """The numba kernel and the NumPy blocks agree to the bit, on ties (few
-    categories), missing numbers and suppressed cells, for k = 1, several and all."""
+    """The compiled search and the NumPy blocks agree to the bit, neighbours and distances,
+    on ties (few categories), missing numbers and suppressed cells, for k = 1, several and
+    all, and on groups large enough to be cut into many leaves."""
     from riskcore.measures.attacks import gower
     from riskcore.measures.attacks.gower import MixedMatrix
 
@@ -92,6 +93,31 @@ def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monke
             slow = kneighbors(q, c, k, max_cells=300)
         np.testing.assert_array_equal(fast[0], slow[0])
         np.testing.assert_array_equal(fast[1], slow[1])
+    # the search's leaves and boxes: large groups, ties at the k-th distance across leaves
+    # and groups, columns missing in every row of a leaf, no numbers or no categories
+    for trial in range(120):
+        p, nq = int(rng.integers(0, 4)), int(rng.integers(1, 40))
+        nan_share, card = (0.0, 0.1, 0.6, 0.95)[trial % 4], int(rng.integers(1, 4))
+        n = int(rng.integers(1, 70 if trial % 3 else 8 * gower.LEAF_ROWS))
+        cols = 0 if trial % 7 == 0 else 2
+
+        def mixed(n, p=p, nan_share=nan_share, card=card, cols=cols, ties=trial % 2):
+            num = rng.random((n, p))
+            if ties:
+                num = np.round(num * 2) / 2
+            num[rng.random((n, p)) < nan_share] = np.nan
+            cat = rng.integers(-1, card, size=(n, cols)).astype(np.int32)
+            return MixedMatrix(numeric=num, categorical=cat, columns=(), n=n,
+                               wild=(gower.NO_WILDCARD, 0)[:cols])
+
+        q, c = mixed(nq), mixed(n)
+        for k in sorted({1, min(3, n), n}):
+            fast = kneighbors(q, c, k, grouped=False)
+            with monkeypatch.context() as patch:
+                patch.setattr(gower, "_compiled", lambda: None)
+                slow = kneighbors(q, c, k)
+            np.testing.assert_array_equal(fast[0], slow[0])
+            np.testing.assert_array_equal(fast[1], slow[1])
 
 
 @pytest.mark.parametrize("share", [1.01, 0.5])

@@ -40,6 +40,7 @@ ENV = "RISKGATE_THREADS"
 
 _LOCK = threading.Lock()
 _ACTIVE: list[int] = []  # the budgets entered and not yet left (one per entry)
+_RUNNING = [0]  # the families running now in this process, every gate's (:func:`running`)
 _SAVED: list[Any] = []  # threadpoolctl's controller of the outermost entry
 
 
@@ -235,6 +236,36 @@ def tree_threads(threads: int) -> Iterator[int]:
         _TREE_JOBS.reset(token)
 
 
+@contextmanager
+def running() -> Iterator[None]:
+    """The block is a family's run (:func:`riskcore.gate.run.measure`): counted among the
+    families running now in this process, whose number says how many of the budget's threads
+    are idle (:func:`spare_threads`)."""
+    with _LOCK:
+        _RUNNING[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _RUNNING[0] -= 1
+
+
+def spare_threads() -> int:
+    """Threads a running family's chunked kernel may use: its share of the budget, or more
+    once other families have ended and left their threads idle (the process's budget less one
+    per other family running; at least one). The families start together with one share each,
+    and the longest (membership's distances on a synthetic release, 4 s against the others'
+    2 s together) ran its last half alone on one core of two. Outside a family's run, or
+    outside any budget (a Dask worker's process, which shares its cores with other workers):
+    the budget in force, or one."""
+    share = current_limit()
+    with _LOCK:
+        others = _RUNNING[0] - 1
+    if share is None or others < 0:
+        return share or 1
+    return max(share, process_budget() - others)
+
+
 _POOL: list[Any] = []  # one shared pool of helper threads, made on first use
 
 
@@ -251,14 +282,15 @@ def _helpers() -> Any:
 def in_chunks(n: int, work: Callable[[slice], None], chunk: int,
               tick: Callable[[int], None] | None = None, threads: int | None = None) -> None:
     """``work`` over consecutive slices of ``range(n)`` of ``chunk`` items, on ``threads``
-    threads, by default as many as the budget in force allows (one outside any budget): the
+    threads, by default as many as the budget in force allows (one outside any budget), and
+    in a family's run the threads other families left idle (:func:`spare_threads`): the
     calling thread and helpers
     from one shared pool take the next slice until none is left. For kernels that release the
     interpreter's lock (numba ``nogil``) and write disjoint slices of their outputs: on a busy
     worker a family then holds its share of the cores instead of one thread's. A single slice
     runs here, with no helper. ``tick(done)`` reports progress from the calling thread."""
     slices = [slice(s, min(n, s + chunk)) for s in range(0, n, max(1, chunk))]
-    threads = min(threads or current_limit() or 1, len(slices))
+    threads = min(threads or spare_threads(), len(slices))
     if threads <= 1:
         for sl in slices:
             if tick is not None:
@@ -273,6 +305,8 @@ def in_chunks(n: int, work: Callable[[slice], None], chunk: int,
             return next(pending, None)
 
     limit = current_limit()
+    if limit is not None and threads > limit:  # idle threads lent: one OpenMP thread each
+        limit = 1
 
     def helper() -> None:
         with this_thread(limit):  # a helper fitting a model keeps to the caller's budget

@@ -33,7 +33,7 @@ from ..redact import redact, redact_text
 from ..report.riskiest import example_records
 from ..results import MeasureResult, Record
 from ..storage import check_output_location
-from ..threads import Beside, family_threads, this_thread, thread_budget
+from ..threads import Beside, family_threads, running, this_thread, thread_budget
 from .cleanliness import (
     CleanlinessReport,
     validate_tables,
@@ -81,7 +81,7 @@ def measure(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
 
     t0 = time.perf_counter()
     try:
-        with progress.working("measures"), this_thread():
+        with progress.working("measures"), this_thread(), running():
             return run_measure(name, inputs, params)
     finally:
         progress.finished(f"measure {name}", time.perf_counter() - t0)

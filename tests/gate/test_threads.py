@@ -193,3 +193,41 @@ def test_the_alcs_candidate_models_fit_side_by_side_and_choose_as_one_by_one():
                                                          two.scores)
     assert set(two.seconds) == set(one.scores)
     assert sum(v is not None for v in two.scores.values()) >= 3
+
+
+def test_a_family_left_running_alone_takes_the_threads_the_others_left_idle(monkeypatch):
+    """Chunked kernels of a family's run use its share of the budget while other families
+    run, and the whole budget once they have ended; outside a budget (a Dask worker) and
+    outside a family's run they keep to one thread and to the budget in force."""
+    from riskcore.threads import in_chunks, running, spare_threads
+
+    monkeypatch.setenv(ENV, "2")
+    with running():  # no budget in force: one thread
+        assert spare_threads() == 1
+    with thread_budget(family_threads(2)):  # two families at once on two threads: one each
+        assert spare_threads() == 1  # not a family's run
+        other, done = threading.Event(), threading.Event()
+
+        def other_family() -> None:
+            with running():
+                other.set()
+                done.wait(30)
+
+        t = threading.Thread(target=other_family)
+        t.start()
+        other.wait(30)
+        with running():
+            assert spare_threads() == 1
+            done.set()
+            t.join(30)
+            assert spare_threads() == 2
+            # and in_chunks takes them: its two slices meet on two threads at once
+            seen: set[int] = set()
+            meet = threading.Barrier(2, timeout=30)
+
+            def work(sl: slice) -> None:
+                seen.add(threading.get_ident())
+                meet.wait()
+
+            in_chunks(2, work, 1)
+            assert len(seen) == 2

@@ -11,7 +11,10 @@ beside two busy processes. So every compiled call runs inside an explicit budget
 - a family's share: the process's budget divided by the families that run at once (at least
   one thread), applied with threadpoolctl to every OpenMP and BLAS library loaded
   (scikit-learn's gradient boosting, NumPy's BLAS) and to numba's threading layer once a
-  parallel kernel launched it.
+  parallel kernel launched it;
+- threads left idle: a family's chunked kernels (:func:`in_chunks`) also take the threads of
+  the families that have ended, once fewer run than the budget has threads
+  (:func:`spare_threads`).
 
 threadpoolctl's BLAS limits are process-wide, so the budget is entered once around the parallel
 families (not inside each family thread), reference-counted across concurrent gates of one

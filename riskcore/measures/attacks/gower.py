@@ -325,15 +325,30 @@ def _search(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]], k: int, ti
     qc = np.ascontiguousarray(codes[alike])
     keys = np.ascontiguousarray(group_keys, dtype=np.int32)
     squared = np.asarray([sq for _, _, sq in metrics], dtype=np.bool_)
+    # each query's own group, where no column has suppressed cells (one would match others)
+    exact = _own_group(keys, qc) if q and (wild == NO_WILDCARD).all() else np.full(nq, -1)
 
     def run(sl: slice) -> None:
         search(qn[:, sl], qc[sl], cs, rows, keys, group_leaves, leaf_starts, lo, hi, wild,
-               squared, ties, out_i[sl], out_d[sl])
+               squared, ties, exact[sl], out_i[sl], out_d[sl])
 
     in_chunks(nq, run, 512, lambda done: progress.tick("nearest neighbours (queries)", done, nq))
     found_i, found_d = np.empty_like(out_i), np.empty_like(out_d)
     found_i[alike], found_d[alike] = out_i, out_d
     return found_i, found_d
+
+
+def _own_group(keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Per row of ``codes``, the row of ``keys`` (distinct rows) equal to it, or -1: rows
+    compared as bytes, one sort and one binary search."""
+    if codes.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    width = np.dtype((np.void, 4 * keys.shape[1]))
+    kv = np.ascontiguousarray(keys, dtype=np.int32).view(width).ravel()
+    qv = np.ascontiguousarray(codes, dtype=np.int32).view(width).ravel()
+    order = np.argsort(kv)
+    pos = np.minimum(np.searchsorted(kv[order], qv), kv.size - 1)
+    return np.where(kv[order][pos] == qv, order[pos], -1).astype(np.int64)
 
 
 def _nearest_squared_blocks(queries: MixedMatrix, candidates: MixedMatrix) -> np.ndarray:
@@ -462,15 +477,18 @@ def _leaves(x: np.ndarray, starts: np.ndarray, leaf: int, perm: np.ndarray
 def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, rows: np.ndarray,
                   keys: np.ndarray, group_leaves: np.ndarray, leaf_starts: np.ndarray,
                   lo: np.ndarray, hi: np.ndarray, wild: np.ndarray, squared: np.ndarray,
-                  ties: bool, out_i: np.ndarray, out_d: np.ndarray
+                  ties: bool, exact: np.ndarray, out_i: np.ndarray, out_d: np.ndarray
                   ) -> None:  # pragma: no cover
     """:func:`_search`'s kernel: ``cn`` (metrics, rows, columns) leaf by leaf, position j
     being candidate ``rows[j]``; group g's leaves group_leaves[g]:group_leaves[g+1], leaf l's
     rows leaf_starts[l]:leaf_starts[l+1] and its box lo[:, l], hi[:, l]. A metric with
     ``squared`` sums squared differences and weighs a mismatch 2. Per query and metric a
-    buffer of the k nearest, sorted by (distance, row). One function on purpose: numba
-    compiles it as one loop nest, and the pruning bounds it keeps across groups would be
-    arguments and calls in the innermost loop if it were split."""
+    buffer of the k nearest, sorted by (distance, row). ``exact[i]``: the group with query
+    i's own codes (-1: none, or a column has suppressed cells), searched first; when every
+    metric's k-th nearest is then nearer than one mismatch, no other group can hold a nearer
+    one (nor one as near), and the groups' mismatches are not counted. One function on
+    purpose: numba compiles it as one loop nest, and the pruning bounds it keeps across
+    groups would be arguments and calls in the innermost loop if it were split."""
     k, nq, p = qn.shape
     n_groups, q = keys.shape
     kk = out_d.shape[2]
@@ -488,6 +506,7 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, rows: np.ndarr
         most = max(most, group_leaves[g + 1] - group_leaves[g])
     bound = np.empty((most, k))
     visit = np.empty(most, dtype=np.int64)
+    counted = False  # mism and by_mism hold the counts of the current run of codes
     for i in range(nq):
         again = i > 0  # the previous query's codes (the caller puts them side by side)
         if again:
@@ -496,36 +515,55 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, rows: np.ndarr
                     again = False
                     break
         if not again:
-            tally[:] = 0
-            for g in range(n_groups):
-                count = 0
-                for c in range(q):
-                    a2 = qc[i, c]
-                    b2 = keys[g, c]
-                    w = wild[c]
-                    if a2 != b2 and not (w != NO_WILDCARD and (a2 == w or b2 == w)):
-                        count += 1
-                mism[g] = count
-                tally[count + 1] += 1
-            # the groups by mismatch count, fewest first (a counting sort): the nearest
-            # found fall soonest, and the first group whose count is no better under every
-            # metric ends the search, as every later one has at least as many
-            for c in range(q + 1):
-                tally[c + 1] += tally[c]
-            for g in range(n_groups):
-                by_mism[tally[mism[g]]] = g
-                tally[mism[g]] += 1
+            counted = False
         for t in range(k):
             worst[t] = inf
             filled[t] = 0
             for x in range(kk):  # what stays unfilled (every candidate at +inf, ruled out)
                 out_d[i, t, x] = inf
                 out_i[i, t, x] = -1
-        for step in range(n_groups):
-            g = by_mism[step]
+        own = exact[i]
+        step = -1 if own >= 0 else 0
+        while step < n_groups:
+            if step == 0 and own >= 0:  # the query's own group searched: any other is at
+                nearer = True  # least one mismatch away
+                for t in range(k):
+                    if not worst[t] < weight[t]:
+                        nearer = False
+                if nearer:
+                    break
+            if step == 0 and not counted:
+                tally[:] = 0
+                for g in range(n_groups):
+                    count = 0
+                    for c in range(q):
+                        a2 = qc[i, c]
+                        b2 = keys[g, c]
+                        w = wild[c]
+                        if a2 != b2 and not (w != NO_WILDCARD and (a2 == w or b2 == w)):
+                            count += 1
+                    mism[g] = count
+                    tally[count + 1] += 1
+                # the groups by mismatch count, fewest first (a counting sort): the nearest
+                # found fall soonest, and the first group whose count is no better under
+                # every metric ends the search, as every later one has at least as many
+                for c in range(q + 1):
+                    tally[c + 1] += tally[c]
+                for g in range(n_groups):
+                    by_mism[tally[mism[g]]] = g
+                    tally[mism[g]] += 1
+                counted = True
+            if step < 0:
+                g, mg = own, 0
+            else:
+                g = by_mism[step]
+                mg = mism[g]
+            step += 1
+            if step > 0 and g == own:
+                continue  # searched first
             useful = False
             for t in range(k):
-                least = weight[t] * mism[g]
+                least = weight[t] * mg
                 if least < worst[t] or (ties and least == worst[t]):
                     useful = True
             if not useful:
@@ -559,7 +597,7 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, rows: np.ndarr
                                 gap = 0.0
                             acc += gap * gap if squared[t] else gap
                         if q:
-                            acc += weight[t] * mism[g]
+                            acc += weight[t] * mg
                         bound[leaf - l0, t] = acc
                         if acc < worst[t] or (ties and acc == worst[t]):
                             below = True
@@ -587,7 +625,7 @@ def _nearest_rows(qn: np.ndarray, qc: np.ndarray, cn: np.ndarray, rows: np.ndarr
                     r = rows[j]
                     for t in range(k):
                         acc = 0.0
-                        add = weight[t] * mism[g] if q else 0.0
+                        add = weight[t] * mg if q else 0.0
                         limit = worst[t]
                         for c in range(p):
                             a = qn[t, i, c]

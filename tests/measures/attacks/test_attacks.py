@@ -94,7 +94,8 @@ def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monke
         np.testing.assert_array_equal(fast[0], slow[0])
         np.testing.assert_array_equal(fast[1], slow[1])
     # the search's leaves and boxes: large groups, ties at the k-th distance across leaves
-    # and groups, columns missing in every row of a leaf, no numbers or no categories
+    # and groups, columns missing in every row of a leaf, no numbers or no categories, and
+    # the query's own group searched first
     for trial in range(120):
         p, nq = int(rng.integers(0, 4)), int(rng.integers(1, 40))
         nan_share, card = (0.0, 0.1, 0.6, 0.95)[trial % 4], int(rng.integers(1, 4))
@@ -107,8 +108,9 @@ def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monke
                 num = np.round(num * 2) / 2
             num[rng.random((n, p)) < nan_share] = np.nan
             cat = rng.integers(-1, card, size=(n, cols)).astype(np.int32)
-            return MixedMatrix(numeric=num, categorical=cat, columns=(), n=n,
-                               wild=(gower.NO_WILDCARD, 0)[:cols])
+            # suppressed cells in a column, or none (a query's own group then searched first)
+            wild = (gower.NO_WILDCARD, 0 if trial % 4 < 2 else gower.NO_WILDCARD)
+            return MixedMatrix(numeric=num, categorical=cat, columns=(), n=n, wild=wild[:cols])
 
         q, c = mixed(nq), mixed(n)
         for k in sorted({1, min(3, n), n}):

@@ -102,14 +102,15 @@ def test_the_compiled_kernel_and_the_numpy_blocks_give_the_same_neighbours(monke
         n = int(rng.integers(1, 70 if trial % 3 else 8 * gower.LEAF_ROWS))
         cols = 0 if trial % 7 == 0 else 2
 
-        def mixed(n, p=p, nan_share=nan_share, card=card, cols=cols, ties=trial % 2):
+        def mixed(n, p=p, nan_share=nan_share, card=card, cols=cols, ties=trial % 2,
+                  suppressed=trial % 4 < 2):
             num = rng.random((n, p))
             if ties:
                 num = np.round(num * 2) / 2
             num[rng.random((n, p)) < nan_share] = np.nan
             cat = rng.integers(-1, card, size=(n, cols)).astype(np.int32)
             # suppressed cells in a column, or none (a query's own group then searched first)
-            wild = (gower.NO_WILDCARD, 0 if trial % 4 < 2 else gower.NO_WILDCARD)
+            wild = (gower.NO_WILDCARD, 0 if suppressed else gower.NO_WILDCARD)
             return MixedMatrix(numeric=num, categorical=cat, columns=(), n=n, wild=wild[:cols])
 
         q, c = mixed(nq), mixed(n)

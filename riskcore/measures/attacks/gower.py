@@ -299,14 +299,15 @@ def _search(metrics: Sequence[tuple[MixedMatrix, MixedMatrix, bool]], k: int, ti
     order = np.argsort(group, kind="stable")
     n_groups = group_keys.shape[0]
     starts = np.searchsorted(group[order], np.arange(n_groups + 1)).astype(np.int64)
-    cs = np.stack([np.asarray(c.numeric, dtype=np.float64).reshape(m, p)[order]
+    # each group's rows in leaves (``rows``: the candidates by group, then leaf by leaf), the
+    # numbers copied once in that order, and each leaf's box per metric (fmin/fmax skip
+    # missing numbers; a column missing in every row of a leaf stays NaN)
+    rows = order.astype(np.int64)
+    first_numbers = np.ascontiguousarray(np.asarray(first_c.numeric, dtype=np.float64)
+                                         .reshape(m, p))
+    leaf_starts, group_leaves = cut(first_numbers, starts, LEAF_ROWS, rows)
+    cs = np.stack([np.asarray(c.numeric, dtype=np.float64).reshape(m, p)[rows]
                    for _, c, _ in metrics])
-    # each group's rows in leaves, and each leaf's box per metric (fmin/fmax skip missing
-    # numbers; a column missing in every row of a leaf stays NaN)
-    within = np.arange(m, dtype=np.int64)
-    leaf_starts, group_leaves = cut(np.ascontiguousarray(cs[0]), starts, LEAF_ROWS, within)
-    cs = np.ascontiguousarray(cs[:, within])
-    rows = np.ascontiguousarray(order[within], dtype=np.int64)
     if p:
         lo = np.ascontiguousarray(np.fmin.reduceat(cs, leaf_starts[:-1], axis=1))
         hi = np.ascontiguousarray(np.fmax.reduceat(cs, leaf_starts[:-1], axis=1))
@@ -403,12 +404,12 @@ def _groups(cc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _leaves(x: np.ndarray, starts: np.ndarray, leaf: int, perm: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-    """Each group's rows (``starts[g]:starts[g+1]`` of ``x``, rows by columns) cut into
-    leaves of at most ``leaf`` rows: a range of more is halved at the median of its column of
-    widest range among its present numbers (missing ones count as the largest; a selection,
-    not a sort), or halved as it is when no column varies. Reorders ``perm`` (the rows'
-    positions) in place, leaf by leaf; returns the leaves' starts in ``perm`` (and the end)
-    and each group's first leaf (and the end)."""
+    """Each group's rows (``perm[starts[g]:starts[g+1]]``, rows of ``x``, rows by columns)
+    cut into leaves of at most ``leaf`` rows: a range of more is halved at the median of its
+    column of widest range among its present numbers (missing ones count as the largest; a
+    selection, not a sort), or halved as it is when no column varies. Reorders ``perm`` in
+    place, leaf by leaf; returns the leaves' starts in ``perm`` (and the end) and each
+    group's first leaf (and the end)."""
     m, p = x.shape
     n_groups = starts.size - 1
     leaf_starts = np.empty(m + n_groups + 1, dtype=np.int64)

@@ -44,6 +44,7 @@ ENV = "RISKGATE_THREADS"
 _LOCK = threading.Lock()
 _ACTIVE: list[int] = []  # the budgets entered and not yet left (one per entry)
 _RUNNING = [0]  # the families running now in this process, every gate's (:func:`running`)
+_IN_RUN: ContextVar[bool] = ContextVar("riskgate_in_family_run", default=False)
 _SAVED: list[Any] = []  # threadpoolctl's controller of the outermost entry
 
 
@@ -246,9 +247,11 @@ def running() -> Iterator[None]:
     are idle (:func:`spare_threads`)."""
     with _LOCK:
         _RUNNING[0] += 1
+    token = _IN_RUN.set(True)
     try:
         yield
     finally:
+        _IN_RUN.reset(token)
         with _LOCK:
             _RUNNING[0] -= 1
 
@@ -262,10 +265,10 @@ def spare_threads() -> int:
     outside any budget (a Dask worker's process, which shares its cores with other workers):
     the budget in force, or one."""
     share = current_limit()
+    if share is None or not _IN_RUN.get():
+        return share or 1
     with _LOCK:
         others = _RUNNING[0] - 1
-    if share is None or others < 0:
-        return share or 1
     return max(share, process_budget() - others)
 
 

@@ -198,7 +198,8 @@ def test_the_alcs_candidate_models_fit_side_by_side_and_choose_as_one_by_one():
 def test_a_family_left_running_alone_takes_the_threads_the_others_left_idle(monkeypatch):
     """Chunked kernels of a family's run use its share of the budget while other families
     run, and the whole budget once they have ended; outside a budget (a Dask worker) and
-    outside a family's run they keep to one thread and to the budget in force."""
+    outside a family's run (a thread beside the one family left) they keep to one thread and
+    to the budget in force."""
     from riskcore.threads import in_chunks, running, spare_threads
 
     monkeypatch.setenv(ENV, "2")
@@ -207,6 +208,7 @@ def test_a_family_left_running_alone_takes_the_threads_the_others_left_idle(monk
     with thread_budget(family_threads(2)):  # two families at once on two threads: one each
         assert spare_threads() == 1  # not a family's run
         other, done = threading.Event(), threading.Event()
+        outside: list[int] = []  # work beside the families (another gate's step): no loan
 
         def other_family() -> None:
             with running():
@@ -221,6 +223,10 @@ def test_a_family_left_running_alone_takes_the_threads_the_others_left_idle(monk
             done.set()
             t.join(30)
             assert spare_threads() == 2
+            beside = threading.Thread(target=lambda: outside.append(spare_threads()))
+            beside.start()
+            beside.join(30)
+            assert outside == [1]
             # and in_chunks takes them: its two slices meet on two threads at once
             seen: set[int] = set()
             meet = threading.Barrier(2, timeout=30)

@@ -40,6 +40,8 @@ from typing import Any, Generic, TypeVar
 from .errors import ConfigError
 
 ENV = "RISKGATE_THREADS"
+#: how long a waiting OpenMP thread of libgomp spins before it sleeps (:func:`load_model_runtime`)
+OPENMP_SPIN = 10_000
 
 _LOCK = threading.Lock()
 _ACTIVE: list[int] = []  # the budgets entered and not yet left (one per entry)
@@ -88,8 +90,16 @@ def family_threads(parallel: int, budget: int | None = None) -> int:
 def load_model_runtime() -> None:
     """Load scikit-learn's OpenMP runtime now: threadpoolctl limits only the libraries loaded
     when the limit is set, and a family imports scikit-learn lazily, inside the budget."""
-    # a waiting OpenMP thread sleeps instead of spinning (read when the runtime loads): on a
-    # worker whose cores other gates use, a spinning thread takes a core from someone's work
+    # a waiting OpenMP thread spins briefly, then sleeps (both read when the runtime loads).
+    # Passive alone (no spin) costs a wake-up per parallel region: scikit-learn's gradient
+    # boosting opens thousands of small ones, and on a virtual machine whose wake-ups are slow
+    # its fit on 6,000 rows took 3.2-4.7 s against 0.23-0.35 s with a short spin (bench/gate.py,
+    # the ALC's model selection). A short spin (libgomp's GOMP_SPINCOUNT, 10,000 pauses: well
+    # under a millisecond) keeps that, and a thread still sleeps between fits rather than
+    # taking a core from other gates' work; passive stays for more threads than cores (libgomp
+    # then never spins) and for other OpenMP runtimes. Either variable the user set wins.
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = str(OPENMP_SPIN)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import sklearn.utils._openmp_helpers  # noqa: F401

@@ -237,3 +237,27 @@ def test_a_family_left_running_alone_takes_the_threads_the_others_left_idle(monk
 
             in_chunks(2, work, 1)
             assert len(seen) == 2
+
+
+@pytest.mark.parametrize("given, expected", [
+    ({}, {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "10000"}),
+    ({"OMP_WAIT_POLICY": "ACTIVE"}, {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": None}),
+    ({"GOMP_SPINCOUNT": "0"}, {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0"}),
+])
+def test_openmp_threads_spin_briefly_before_they_sleep_unless_the_user_said(given, expected):
+    """scikit-learn's OpenMP runtime reads how its waiting threads wait when it loads: a short
+    spin, then sleep (passive alone made gradient boosting's fit 10x slower on this VM's slow
+    wake-ups); what the user set is kept. A fresh process, as the runtime loads once."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    code = ("import json, os; from riskcore.threads import load_model_runtime; "
+            "load_model_runtime(); import sklearn.utils._openmp_helpers; "
+            "print(json.dumps({k: os.environ.get(k) "
+            "for k in ('OMP_WAIT_POLICY', 'GOMP_SPINCOUNT')}))")
+    done = subprocess.run([sys.executable, "-c", code], env={**env, **given},
+                          capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == expected

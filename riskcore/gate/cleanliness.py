@@ -447,36 +447,105 @@ def _shared_columns(tables: Sequence[tuple[str, DistinctValues, Sequence[Spec]]]
     return shared
 
 
-def _value_jobs(shared: Sequence[_Shared]
-                ) -> list[tuple[str, pd.DataFrame, list[Spec], dict[str, _Shared],
-                                dict[str, np.ndarray | None]]]:
-    """The shared columns packed into frames by size (:func:`_size_group`), shorter columns
-    padded with missing values, each frame's columns named uniquely; a large text column
-    whose checks are regular expressions contributes its suspects only (:func:`_suspects`),
-    the union positions they stand for given per frame column."""
+#: the value checks asked of many columns at once: one expectation on their values stacked
+#: into one frame column (:func:`_value_jobs`)
+STACKED = frozenset({"ExpectColumnValuesToMatchRegex", "ExpectColumnValuesToNotMatchRegex"})
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """Where one shared column's values lie in a stacked frame column."""
+
+    column: str  # the shared column's name in its job (unique per job)
+    start: int
+    length: int
+
+
+#: one job of value checks: its name, frame and expectations; the shared column behind each
+#: name, the union positions of a screened column's values, and the segments of each stack
+ValueJob = tuple[str, pd.DataFrame, list[Spec], dict[str, "_Shared"],
+                 dict[str, "np.ndarray | None"], dict[str, tuple[_Segment, ...]]]
+
+
+def _value_jobs(shared: Sequence[_Shared]) -> list[ValueJob]:
+    """The shared columns packed into frames by size (:func:`_size_group`), each frame's
+    columns named uniquely; a large text column whose checks are regular expressions
+    contributes its suspects only (:func:`_suspects`), the union positions they stand for
+    given per column.
+
+    A regular expression asked of several columns is one expectation, on their values
+    stacked into one frame column (the segments say whose values are where): Great
+    Expectations' cost is per expectation (10-30 ms each, whatever the number of values:
+    its metric graph and configurations), and a value passes or fails a regular expression
+    whatever column it comes from. Columns are stacked only with columns of the same kind
+    of array (text held as text, or Python objects), which GX matches alike; every other
+    check keeps its column. Shorter frame columns are padded with missing values, which no
+    check counts."""
     groups: dict[int, list[tuple[_Shared, Any, np.ndarray | None]]] = {}
     for sh in shared:
         kept = _suspects(sh)
         values = sh.values if kept is None else pd.Series(sh.values).iloc[kept].to_numpy()
         groups.setdefault(_size_group(len(values)), []).append((sh, values, kept))
-    jobs = []
+    jobs: list[ValueJob] = []
     for key in sorted(groups):
-        size = max(len(values) for _, values, _ in groups[key])
-        columns: dict[str, pd.Series] = {}
-        owner: dict[str, _Shared] = {}
-        screened: dict[str, np.ndarray | None] = {}
-        specs: list[Spec] = []
+        named: dict[str, tuple[pd.Series, _Shared, np.ndarray | None]] = {}
         for sh, values, kept in groups[key]:
             name = sh.column
-            while name in columns:
+            while name in named:
                 name += "'"
-            columns[name] = pd.Series(values).reset_index(drop=True).reindex(range(size))
-            owner[name] = sh
-            screened[name] = kept
-            specs.extend(replace(sp, column=name) for sp in sh.specs)
-        jobs.append((f"values-{key}", pd.DataFrame(columns, index=pd.RangeIndex(size)),
-                     specs, owner, screened))
+            named[name] = (pd.Series(values).reset_index(drop=True), sh, kept)
+        columns: dict[str, pd.Series] = {}
+        specs: list[Spec] = []
+        parts: dict[tuple[Any, ...], list[tuple[str, pd.Series]]] = {}
+        for name, (series, sh, _) in named.items():
+            for sp in sh.specs:
+                if sp.kind in STACKED:
+                    parts.setdefault((sp.kind, sp.kwargs, series.dtype == object, sp.label),
+                                     []).append((name, series))
+                else:
+                    columns[name] = series
+                    specs.append(replace(sp, column=name))
+        stacks: dict[str, tuple[_Segment, ...]] = {}
+        for (kind, kwargs, _, label), members in parts.items():
+            stack = f"stacked values {len(stacks) + 1}"
+            while stack in named:
+                stack += "'"
+            starts = np.cumsum([0] + [len(s) for _, s in members])
+            stacks[stack] = tuple(_Segment(name, int(starts[i]), len(s))
+                                  for i, (name, s) in enumerate(members))
+            columns[stack] = pd.concat([s for _, s in members], ignore_index=True) \
+                if len(members) > 1 else members[0][1]
+            specs.append(Spec(label, stack, kind, kwargs))
+        size = max((len(c) for c in columns.values()), default=0)
+        frame = pd.DataFrame({n: c.reindex(range(size)) for n, c in columns.items()},
+                             index=pd.RangeIndex(size))
+        jobs.append((f"values-{key}", frame, specs, {n: sh for n, (_, sh, _) in named.items()},
+                     {n: kept for n, (_, _, kept) in named.items()}, stacks))
     return jobs
+
+
+def _unstacked(rows: Sequence[Mapping[str, Any]], stacks: Mapping[str, Sequence[_Segment]]
+               ) -> list[dict[str, Any]]:
+    """A job's results with each stacked one given back to the columns in its stack, as if
+    each column had been checked on its own: the failing values in its segment (their
+    positions in the column), a pass when it has none (a column with no value too, as GX
+    says of a column whose values are all missing); GX's error, if it raised, for every
+    column."""
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        segments = stacks.get(row["column"])
+        if segments is None:
+            out.append(dict(row))
+            continue
+        index = None if row["index"] is None else np.asarray(row["index"], dtype=np.int64)
+        for seg in segments:
+            mine = {**row, "column": seg.column}
+            if index is not None:
+                inside = index[(index >= seg.start) & (index < seg.start + seg.length)]
+                mine["index"] = (inside - seg.start).tolist()
+                mine["success"] = bool(row["success"]) or inside.size == 0
+            out.append(mine)
+    return out
 
 
 def _column_frame(values: DistinctValues) -> pd.DataFrame:
@@ -515,7 +584,7 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles,
         jobs.append((f"{table}-columns", _column_frame(values),
                      [sp for sp in specs if sp.kind in COLUMN_LEVEL]))
     value_jobs = _value_jobs(_shared_columns(tables))
-    jobs.extend((name, frame, specs) for name, frame, specs, _, _ in value_jobs)
+    jobs.extend((name, frame, specs) for name, frame, specs, _, _, _ in value_jobs)
     # riskgate's own preconditions are computed while Great Expectations runs in its helper
     # process (this thread then only waits on the helper's pipe)
     with ThreadPoolExecutor(1, thread_name_prefix="riskgate-preconditions") as pool:
@@ -531,8 +600,8 @@ def validate_tables(frames: Mapping[str, pd.DataFrame], roles: Roles,
         for row in rows:
             check = _check(table, row, values, by_name[table][1])
             found[(table, _row_key(row))] = check
-    for (_, _, _, owner, kept), rows in zip(value_jobs, suites[len(tables):]):
-        for row in rows:
+    for (_, _, _, owner, kept, stacks), rows in zip(value_jobs, suites[len(tables):]):
+        for row in _unstacked(rows, stacks):
             sh = owner[row["column"]]
             for member in sh.members:
                 mine = {**row, "column": sh.column}

@@ -91,3 +91,54 @@ def test_a_large_text_column_screened_by_arrow_gives_the_same_report(monkeypatch
     screened = validate_tables(tables, ROLES).to_dict()
     assert screened["checks"] == whole["checks"]
     assert max(seen) < 10  # the ~150 household ids and regions: their suspects and first value
+
+
+def _many_columns() -> tuple[dict[str, pd.DataFrame], Roles]:
+    """Two tables, seven text columns (held as text, and as Python objects mixing numbers and
+    text), each failing some value checks in some rows, and one whose values are all missing."""
+    rng = np.random.default_rng(11)
+    n = 400
+    bad = ["x\x07y", "z\ufffd", "12a", "\u200bq", "ok\n", "3.5.1", "\x00", "n\x85"]
+    original = pd.DataFrame({
+        "q1": rng.choice(["a", "b", "c d"], n), "q2": rng.integers(0, 99, n).astype(str),
+        "q3": rng.choice(["e", "f"], n), "s": rng.choice(["g", "h"], n),
+        "hh": [f"id{i}" for i in rng.permutation(n)], "extra": rng.choice(["i", "j"], n),
+        "empty": pd.Series([None] * n, dtype=object)})
+    released = original.copy()
+    released["w"] = pd.Series(list(rng.integers(0, 9, n)), dtype=object)  # numbers as objects
+    for table, frame in (("original", original), ("released", released)):
+        for col in ("q1", "q2", "q3", "s", "hh", "extra", *(("w",) if table == "released"
+                                                           else ())):
+            rows = rng.choice(n, int(rng.integers(1, 4)), replace=False)
+            for row in rows:
+                frame.loc[row, col] = bad[int(rng.integers(len(bad)))]
+    original = original.astype({c: "category" for c in ("q1", "q3", "s")})
+    roles = Roles(("q1", "q2", "q3", "empty"), sensitive=("s",), household="hh",
+                  types={"q2": ColumnType.INTEGER})
+    return {"original": original, "released": released}, roles
+
+
+def test_a_regular_expression_asked_of_many_columns_is_one_expectation(monkeypatch) -> None:
+    """The columns' values that one regular expression checks are stacked into one frame
+    column and checked by one expectation (GX's cost is per expectation); each column still
+    gets the outcome, counts and example rows that checking it on its own gives."""
+    from riskcore.gate import cleanliness
+
+    gx_helper.stop()
+    tables, roles = _many_columns()
+    asked: list[int] = []
+    real = cleanliness._run_suites
+
+    def counting(jobs):
+        asked.append(sum(len(specs) for name, _, specs in jobs if name.startswith("values-")))
+        return real(jobs)
+
+    monkeypatch.setattr(cleanliness, "_run_suites", counting)
+    stacked = validate_tables(tables, roles).to_dict()
+    monkeypatch.setattr(cleanliness, "STACKED", frozenset())
+    alone = validate_tables(tables, roles).to_dict()
+    assert stacked == alone
+    failed = [(c["table"], c["column"], c["check"]) for c in alone["checks"]
+              if not c["success"] and c["source"] == "great_expectations"]
+    assert len(failed) >= 12 and {t for t, _, _ in failed} == {"original", "released"}
+    assert asked == [asked[0], asked[1]] and asked[0] * 2 <= asked[1], asked

@@ -445,6 +445,21 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
                        label_maps={c: label_map(doms[c]) for c in learned})
 
 
+def read_release(original: pd.DataFrame, released: pd.DataFrame,
+                 control: pd.DataFrame | None = None, *,
+                 types: Mapping[str, ColumnType] | None = None, markers: Sequence[str] = (),
+                 seed: int = 0, sample: int | None = None) -> ReleaseDiff:
+    """:func:`diff` on a seeded sample of ``sample`` released rows, and for a mixed release
+    again on every row: the gate needs each of its rows linked (the families of equivalence
+    classes measure the linked rows alone). The gate's reading of a release, here or in the
+    helper process (:mod:`riskcore.gate.gx_helper`)."""
+    kwargs: dict[str, Any] = {"types": types, "markers": markers, "seed": seed}
+    release = diff(original, released, control, sample=sample, **kwargs)
+    if release.kind == "mixed" and release.sampled:
+        release = diff(original, released, control, **kwargs)
+    return release
+
+
 def _columns(original: pd.DataFrame, released: pd.DataFrame,
              doms: Mapping[str, ColumnDomain], readings: Mapping[str, ColumnReading],
              transforms: Mapping[str, tuple[str, dict[str, Any]]]) -> dict[str, ColumnDiff]:

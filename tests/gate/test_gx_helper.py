@@ -127,3 +127,77 @@ def test_the_helper_imports_great_expectations_without_its_unused_back_ends() ->
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip().splitlines()
     assert out == ["['great_expectations']", "0.5 True", "Chart True"]
+
+
+def _same_reading(a, b) -> None:  # type: ignore[no-untyped-def]
+    assert a.to_dict() == b.to_dict()
+    assert (a.linked is None) == (b.linked is None)
+    if a.linked is not None:
+        assert np.array_equal(a.linked, b.linked)
+        assert np.array_equal(a.links.original_row, b.links.original_row)
+        assert np.array_equal(a.links.quality, b.links.quality)
+
+
+def test_the_helper_reads_a_release_as_this_process_does() -> None:
+    """The release's reading (riskgate diff) runs in the helper, on the other core, once the
+    helper is ready: kinds, columns, evidence and every link are this process's, a mixed
+    release read again on all its rows too; with the helper gone it is read here."""
+    from riskcore.anatomy import read_release
+    from riskcore.gate.run import _read_release
+    from tests.anatomy.test_diff import as_read
+    from tests.release_corpus import corpus
+
+    original, control, releases = corpus(n=1500)
+    gx_helper.start()
+    helper = gx_helper.current()
+    assert helper is not None
+    for _ in range(600):  # its start-up: GX's import
+        if helper.ready():
+            break
+        time.sleep(0.1)
+    assert helper.ready()
+    kinds = set()
+    for release in releases:
+        if release.name not in ("k-anonymized", "synthetic", "mixed", "kept-dropped"):
+            continue
+        args = (as_read(original), as_read(release.released), as_read(control))
+        kwargs = {"types": None, "markers": (), "seed": 5, "sample": 400}
+        here = read_release(*args, **kwargs)
+        there = helper.read_release(args, kwargs)
+        _same_reading(there, here)
+        kinds.add(there.kind)
+        if there.kind == "mixed":
+            assert not there.sampled and there.linked is not None  # every row linked
+    assert kinds == {"kept", "synthetic", "mixed"}
+    # in the gate: the helper reads it; with the helper gone, this process does, the same
+    gate = _gate_for(original)
+    frames = {"original": as_read(original), "released": as_read(releases[0].released),
+              "control": None}
+    asked: list[int] = []
+    real = type(helper).read_release
+
+    def counted(self, args, kwargs):  # type: ignore[no-untyped-def]
+        asked.append(1)
+        return real(self, args, kwargs)
+
+    type(helper).read_release = counted  # type: ignore[method-assign]
+    try:
+        there = _read_release(gate, frames)
+    finally:
+        type(helper).read_release = real  # type: ignore[method-assign]
+    assert asked == [1]
+    gx_helper.stop()
+    _same_reading(_read_release(gate, frames), there)
+
+
+def _gate_for(original: pd.DataFrame):  # type: ignore[no-untyped-def]
+    """A gate on the corpus's columns (no table is read)."""
+    from riskcore.gate.config import load_gate
+
+    return load_gate({
+        "release_id": "helper-diff", "original": "original.csv", "released": "released.csv",
+        "output_url": "out", "seed": 5,
+        "roles": {"quasi_identifiers": ["region", "zip", "age", "sex"],
+                  "sensitive": ["diagnosis"]},
+        "measures": {"k_anonymity": {}},
+        "policy": {"version": 1, "checks": ["k_anonymity.k >= 1"]}})

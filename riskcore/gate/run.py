@@ -526,8 +526,9 @@ def _read_release(gate: Gate, tables: Mapping[str, Any]) -> ReleaseDiff:
         except gx_helper.HelperGone as exc:
             log.warning("the release is read in this process: the helper process is gone "
                         "(%s)", exc)
-        except gx_helper.HelperFailed:
-            log.debug("the release's reading failed in the helper; read here", exc_info=True)
+        except gx_helper.HelperFailed:  # read here, it fails here as it did there (its
+            # message, which may quote a value, goes the way of this process's errors)
+            log.debug("the release's reading failed in the helper; read here")
     return read_here(*args, **kwargs)  # type: ignore[arg-type]
 
 

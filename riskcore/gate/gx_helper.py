@@ -257,8 +257,10 @@ def _lighten() -> None:
 def _serve() -> None:
     """The helper's loop: requests on stdin, answers on the original stdout; anything Great
     Expectations prints goes to stderr, never into the answers."""
+    from riskcore.memory import keep_freed_memory
     from riskcore.processes import exit_with_parent
 
+    keep_freed_memory()  # as in the gate's process: the diff's arrays reuse freed memory
     exit_with_parent(int(os.environ.get("RISKGATE_HELPER_PARENT", "0")) or None)
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
@@ -270,6 +272,7 @@ def _serve() -> None:
     gx_context()  # the import, while the parent starts
     warm_suites()  # and GX's first validation
     _send(answers, ("ready", time.time()))  # the wall clock, which the parent shares
+    import riskcore.anatomy  # noqa: F401 - the diff's modules, while the parent loads its tables
     while True:
         try:
             kind, payload = _receive(requests)

@@ -28,7 +28,7 @@ from ..anatomy import read_release as read_here
 from ..errors import ConfigError, InputError, RiskgateError
 from ..measures import BY_NAME, MeasureInputs, StartUp, start_up
 from ..measures.family import Params
-from ..memory import release_memory
+from ..memory import keep_freed_memory, release_memory
 from ..processes import Terminated
 from ..redact import redact, redact_text
 from ..report.riskiest import example_records
@@ -304,6 +304,7 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
             or the signer service (:class:`riskcore.signer.RemoteSigner`); None leaves it
             unsigned (``signed: false``). A signer that refuses makes the verdict ERROR.
     """
+    keep_freed_memory()  # within a step, freed arrays serve the next ones (:mod:`..memory`)
     run = _Run(gate, run_id, dict(options or {}), steps or LocalSteps(), dict(context or {}),
                checksums=dict(checksums or {}), timings=dict(timings or {}), signer=signer)
     try:

@@ -41,7 +41,7 @@ from .phones import (
     phone_evidence,
     read_value,
 )
-from .text import normalized
+from .text import matches, normalized
 
 #: the default share of a column's cells above which a kind that is not strict fails
 DEFAULT_THRESHOLD = 0.001
@@ -118,13 +118,6 @@ def as_text(uniques: pd.Index) -> Any:
                         type=pa.large_string())
 
 
-def _mask(arrow: Any, re2: str) -> np.ndarray:
-    import pyarrow.compute as pc
-
-    return np.asarray(pc.match_substring_regex(arrow, re2).fill_null(False).to_numpy(
-        zero_copy_only=False), dtype=bool)
-
-
 def _strings_of(arrow: Any) -> Callable[[np.ndarray], list[str]]:
     import pyarrow as pa
 
@@ -143,12 +136,12 @@ def _pattern_kind(kind: PatternKind, arrow: Any, strings: Callable[[np.ndarray],
 
     valid: list[int] = []
     candidates = 0
-    hit = _mask(arrow, kind.re2)
+    hit = matches(arrow, kind.re2, kind.literal)
     if kind.whole is not None and hit.any():  # whole valid values: no Python per value
         where = np.flatnonzero(hit)
         sub = arrow.take(pa.array(where, type=pa.int64()))
         at = pc.find_substring(sub, "@").to_numpy(zero_copy_only=False)
-        sure = where[_mask(sub, kind.whole) & (at >= 1) & (at <= 64)]
+        sure = where[matches(sub, kind.whole) & (at >= 1) & (at <= 64)]
         valid = sure.tolist()
         candidates = len(valid)
         hit[sure] = False
@@ -169,14 +162,14 @@ def _pattern_kind(kind: PatternKind, arrow: Any, strings: Callable[[np.ndarray],
 def _phones(arrow: Any, strings: Callable[[np.ndarray], list[str]], regions: Sequence[str],
             column: str) -> tuple[np.ndarray, dict[str, Any], bool] | None:
     """(distinct values holding a phone number, detail, estimated) when phones are found."""
-    candidates = np.flatnonzero(_mask(arrow, r"[0-9](?:[ .()/-]{0,2}[0-9]){6}"))
+    candidates = np.flatnonzero(matches(arrow, r"[0-9](?:[ .()/-]{0,2}[0-9]){6}"))
     if not candidates.size:
         return None
     sampled = candidates.size > PHONE_SAMPLE
     read = candidates
     if sampled:
         spaced = candidates[np.linspace(0, candidates.size - 1, PHONE_SAMPLE).astype(np.int64)]
-        written = np.flatnonzero(_mask(arrow, WRITTEN_RE2))
+        written = np.flatnonzero(matches(arrow, WRITTEN_RE2))
         if written.size > PHONE_SAMPLE:  # a column of them: the spaced sample tells
             written = written[np.linspace(0, written.size - 1, PHONE_SAMPLE).astype(np.int64)]
         read = np.union1d(spaced, written)

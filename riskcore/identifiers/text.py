@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 #: every format character (Unicode 14's category Cf, the standard library's) as a character
 #: class body, for Python's re and RE2 alike (tests/identifiers checks it against unicodedata)
 FORMAT = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
@@ -39,3 +41,22 @@ def normalized(arrow: Any) -> Any:
     if pc.all(pc.string_is_ascii(arrow)).as_py() is not False:
         return arrow
     return pc.replace_substring_regex(pc.utf8_normalize(arrow, "NFKC"), r"\p{Cf}", "")
+
+
+def matches(arrow: Any, re2: str, literal: str | None = None) -> np.ndarray:
+    """Which values ``re2`` finds a match in (RE2, in Arrow), as booleans (a null: False).
+
+    ``literal``, a text every match holds, is searched for first: where no value holds it
+    nothing is compiled. Arrow compiles the expression on every call, and a column's
+    distinct values are often a handful: with Unicode classes the compilation is 2-4 ms, the
+    plain search of a text 0.01 ms."""
+    import pyarrow.compute as pc
+
+    def mask(found: Any) -> np.ndarray:
+        return np.asarray(found.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+    if literal is not None:
+        held = mask(pc.match_substring(arrow, literal))
+        if not held.any():
+            return held
+    return mask(pc.match_substring_regex(arrow, re2))

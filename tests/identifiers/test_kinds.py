@@ -264,3 +264,48 @@ def test_a_column_of_digits_is_scanned_for_what_digits_can_hold():
     ids[77] = "jane.roe@example.org"
     hits = found("household_id", ids)
     assert set(hits) == {"email"} and list(hits["email"].rows) == [77]  # type: ignore[attr-defined]
+
+
+def test_looking_names_up_in_python_or_in_arrow_gives_one_answer(monkeypatch):
+    """A column's few distinct values are looked up in the name lists in Python (Arrow hashes
+    a whole list on every call); many in Arrow: the same names either way."""
+    from riskcore.identifiers import names as N
+
+    first, last = (sorted(x)[:400] for x in name_lists())
+    rng = random.Random(7)
+    values = ([f"{rng.choice(first).title()} {rng.choice(last).title()}" for _ in range(60)]
+              + [f"{rng.choice(last).title()}, {rng.choice(first).title()}" for _ in range(20)]
+              + [rng.choice(first).title() for _ in range(40)]
+              + [f"met {rng.choice(first).title()} {rng.choice(last).title()} at noon"
+                 for _ in range(10)] + sorted(place_names())[:30] + ["12 Main St", None])
+    found = {}
+    for ratio in (0, 10**9):  # Arrow always, Python always
+        monkeypatch.setattr(N, "PYTHON_LOOKUP_RATIO", ratio)
+        found[ratio] = scan_column("released", "contact", pd.Series(values, dtype=object))
+    arrow, python = found[0], found[10**9]
+    names = [f for f in arrow if f.kind == "name"]
+    assert names and names[0].cells >= 80
+    assert [f.to_dict() for f in python] == [f.to_dict() for f in arrow]
+
+
+@pytest.mark.parametrize("re2, literal", [
+    ("email", "@"), ("names in text", " ")])
+def test_a_text_every_match_holds_is_looked_for_first_and_changes_no_answer(re2, literal):
+    """An expression whose every match holds a text is not run (not compiled) on a column
+    without that text; where the text is, its answer is the expression's own."""
+    import pyarrow as pa
+
+    from riskcore.identifiers.names import TEXT_RE2
+    from riskcore.identifiers.patterns import EMAIL
+    from riskcore.identifiers.text import matches
+
+    expression = EMAIL.re2 if re2 == "email" else TEXT_RE2
+    assert (EMAIL.literal if re2 == "email" else literal) == literal
+    with_it = pa.array(["ann@example.org", "a@b.c", "x@y", "Ann Lee", "ann lee", "@", " ",
+                        "Zoë Ärn", None, "b.c@d.ef", "Bob Ray met Cy Doe"],
+                       type=pa.large_string())
+    without = pa.array(["north", "Ann", "LEE", None, "a.b"], type=pa.large_string())
+    for values in (with_it, without):
+        assert matches(values, expression, literal).tolist() == \
+            matches(values, expression).tolist()
+    assert any(matches(with_it, expression, literal))

@@ -29,6 +29,7 @@ from .chance import Evidence, Tally
 from .checked import CheckedKind, checked_kinds, grouping
 from .checked import chance as kind_chance
 from .shapes import MAX_COMPACT, Shape, windows
+from .text import matches
 
 #: candidate values read in full when a column has at most this many
 EXHAUSTIVE = 2_000
@@ -151,17 +152,13 @@ def scan_checked(arrow: Any, strings: Any, column: str) -> list[KindHits]:
     strings. Kinds that share a checksum (a Canadian SIN and an Israeli identity number are
     both nine digits with a Luhn digit) and are found on the same values are reported as
     the kind they are written as, when some are written (all of them otherwise)."""
-    import pyarrow.compute as pc
-
-    hit = np.asarray(pc.match_substring_regex(arrow, prefilter_re2()).fill_null(False)
-                     .to_numpy(zero_copy_only=False), dtype=bool)
+    hit = matches(arrow, prefilter_re2())
     candidates = np.flatnonzero(hit)
     if not candidates.size:
         return []
     sampled = candidates.size > EXHAUSTIVE
     if sampled:
-        written = np.asarray(pc.match_substring_regex(arrow, WRITTEN_RE2).fill_null(False)
-                             .to_numpy(zero_copy_only=False), dtype=bool)
+        written = matches(arrow, WRITTEN_RE2)
         spaced = candidates[np.linspace(0, candidates.size - 1, SAMPLE).astype(np.int64)]
         grouped = np.flatnonzero(hit & written)
         if grouped.size > WRITTEN_AT_MOST:

@@ -157,8 +157,7 @@ def find_names(arrow: Any, column: str) -> NameFinding:
     upper = folded(arrow.take(pa.array(short, type=pa.int64())))
     # RE2 matches in one pass of its DFA; the groups (a slower engine) are read only on the
     # cells that match
-    cells = np.flatnonzero(np.asarray(pc.match_substring_regex(upper, _CELL).fill_null(False)
-                                      .to_numpy(zero_copy_only=False), dtype=bool))
+    cells = np.flatnonzero(matches(upper, _CELL))
     short, upper = short[cells], upper.take(pa.array(cells, type=pa.int64()))
     got = pc.extract_regex(upper, _CELL)
     fields = {f: pc.struct_field(got, f) for f in ("first", "last", "cfirst", "clast", "word")}

@@ -272,7 +272,8 @@ def _serve() -> None:
     gx_context()  # the import, while the parent starts
     warm_suites()  # and GX's first validation
     _send(answers, ("ready", time.time()))  # the wall clock, which the parent shares
-    import riskcore.anatomy  # noqa: F401 - the diff's modules, while the parent loads its tables
+    from riskcore.anatomy import read_release  # the diff's modules, while the parent loads
+
     while True:
         try:
             kind, payload = _receive(requests)
@@ -280,8 +281,6 @@ def _serve() -> None:
             return
         try:
             if kind == "diff":
-                from riskcore.anatomy import read_release
-
                 args, kwargs = payload
                 reply: tuple[str, Any] = ("ok", read_release(*args, **kwargs))
             else:

@@ -10,9 +10,16 @@ $(VENV)/.synced: pyproject.toml uv.lock
 	$(UV) sync --frozen --all-groups --all-extras
 	@touch $@
 
+# the families' numba kernels compiled once for the types a gate gives them (riskcore/gate/
+# kernels.py): else the first gate of a fresh checkout compiles them in its measures (7-10 s);
+# again when the code changes, as numba's cache is keyed on the source files
+$(VENV)/.kernels: $(VENV)/.synced $(shell find riskcore -name '*.py')
+	$(PY) -m riskcore.gate.kernels
+	@touch $@
+
 # the project's own modules compiled once (uv compiles the dependencies): every gate, flow
 # run and helper process would compile them again where PYTHONDONTWRITEBYTECODE is set
-env: $(VENV)/.synced
+env: $(VENV)/.synced $(VENV)/.kernels
 	@$(PY) -m compileall -q riskcore tasks flows
 
 # ruff and mypy first (they take seconds), then the suite

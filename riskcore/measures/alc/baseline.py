@@ -39,6 +39,9 @@ DEFAULT_MODELS = ("hist_gradient_boosting", "random_forest", "extra_trees",
 ONE_HOT_MAX = 100
 ONE_TO_ONE_AGREEMENT = 0.95
 SELECTION_TRAIN_ROWS = 6_000
+#: the split finds each class's test rows by a pass over the rows up to this many classes
+#: (a sort of the rows beyond)
+SPLIT_CLASSES = 64
 
 
 @dataclass(frozen=True)
@@ -224,18 +227,38 @@ def one_to_one_column(data: ALCData, secret: str, known: Sequence[str],
 
 
 def _split(rng: np.random.Generator, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Stratified train/test positions: test = 50 % below 6000 rows, else 3000 rows."""
+    """Stratified train/test positions: test = 50 % below 6000 rows, else 3000 rows: each
+    class's first rows in a seeded random order, as many as its share of the test part
+    (rounded by largest remainder). Linear in the rows where the classes are a few codes."""
     n = len(y)
     n_test = n // 2 if n < 6000 else 3000
     order = rng.permutation(n)
+    ordered = y[order]
+    codes = n > 0 and ordered.dtype.kind in "iu" and 0 <= int(ordered.min()) and int(
+        ordered.max()) < 2 * n + SPLIT_CLASSES
+    if codes:  # a count per code, no sort of the rows
+        present = np.bincount(ordered)
+        classes = np.flatnonzero(present)
+        counts = present[classes]
+    else:
+        classes, inv = np.unique(ordered, return_inverse=True)
+        counts = np.bincount(inv)
     # stratified: take the same share of every class, rounding by largest remainder
-    classes, inv = np.unique(y[order], return_inverse=True)
-    counts = np.bincount(inv)
     share = counts * n_test / n
     take = np.floor(share).astype(int)
     extra = n_test - take.sum()
     if extra > 0:
         take[np.argsort(-(share - take), kind="stable")[:extra]] += 1
+    if codes and len(classes) <= SPLIT_CLASSES:  # one pass a class: its first rows in order
+        is_test = np.zeros(n, dtype=bool)
+        for c, t in zip(classes.tolist(), take.tolist(), strict=True):
+            if t:
+                is_test[np.flatnonzero(ordered == c)[:t]] = True
+        return order[~is_test], order[is_test]
+    if codes:
+        lookup = np.zeros(present.size, dtype=np.int64)
+        lookup[classes] = np.arange(len(classes))
+        inv = lookup[ordered]
     rank = np.empty(n, dtype=np.int64)
     sort_idx = np.argsort(inv, kind="stable")
     starts = np.r_[0, np.cumsum(counts)[:-1]]

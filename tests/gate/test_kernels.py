@@ -66,3 +66,39 @@ def test_after_the_kernels_are_compiled_no_family_compiles_one(tmp_path: Path) -
     warmed = {name.split(".")[1].split("-")[0] for name in out["warmed"]}
     assert warmed == set(out["requested"])
     assert out["after"] == out["warmed"]
+
+
+#: in a fresh process: a family's thread making numba's CPU context holds the context's lock
+#: (and would take the compiler lock next); meanwhile the start-up's :func:`warm` runs
+DEADLOCK_PROBE = """
+import json, threading, time
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.registry import CPUTarget
+from riskcore.compiled import warm
+
+context_lock = CPUTarget.__dict__["_toplevel_target_context"]._lock
+context_lock.acquire()
+start_up = threading.Thread(target=warm, daemon=True)
+start_up.start()
+time.sleep(0.5)
+free = global_compiler_lock._lock.acquire(timeout=2)
+if free:
+    global_compiler_lock._lock.release()
+context_lock.release()
+start_up.join(60)
+print(json.dumps({"compiler_lock_free": free, "warm_ended": not start_up.is_alive()}))
+"""
+
+
+def test_numba_set_up_never_holds_the_compiler_lock_while_it_waits_for_the_context():
+    """numba makes its CPU context under the context's lock and takes its compiler lock inside
+    (a kernel's first dispatcher, in a family's thread); the families' start-up
+    (:func:`riskcore.compiled.warm`) must take them in that order. Taken the other way round,
+    a gate whose first kernel was made while the start-up ran hung for good (seen: singling
+    out's counter and copies' search beside the start-up of a 6,000-row gate). Here a thread
+    holds the context's lock while ``warm`` runs: the compiler lock stays free for it."""
+    done = subprocess.run([sys.executable, "-c", DEADLOCK_PROBE], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"compiler_lock_free": True, "warm_ended": True}

@@ -139,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     over = overrides(args)
     urls = config_urls(args.config, options)
     if len(urls) > 1:
+        gx_helper.serve_families()  # the first gate sets the ALC up in the helper for the rest
         named = [f"--{k.replace('_', '-')}" for k in PER_RELEASE if k in over]
         if named or args.dask_address or args.dask_local:
             raise ConfigError(f"{', '.join(named or ['--dask-address/--dask-local'])}: one "

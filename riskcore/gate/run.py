@@ -76,17 +76,47 @@ def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> Cleanline
         return validate_tables(frames, cfg.role_spec, cfg.identifiers)
 
 
+#: families run in the helper process once it has set them up (a later gate of the process),
+#: when it is free and the tables are small (:mod:`.gx_helper`)
+IN_HELPER = ("alc",)
+#: ... at most this many rows in the original and the release together: a million-row ALC was
+#: no faster there (its 85 MB of encoded tables pickled, on two cores busy either way)
+HELPER_ROWS = 250_000
+
+
 def measure(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
     """Run one family (see :func:`riskcore.measures.run_measure`), its thread holding to the
-    thread budget in force (OpenMP's limit is per thread: :func:`riskcore.threads.this_thread`)."""
+    thread budget in force (OpenMP's limit is per thread: :func:`riskcore.threads.this_thread`):
+    in the helper process where :data:`IN_HELPER` says so, else (or if the helper fails it:
+    here it gives what it gives, its error included) in this thread."""
     from ..measures import run_measure
 
     t0 = time.perf_counter()
     try:
-        with progress.working("measures"), this_thread(), running():
+        with progress.working("measures"), this_thread() as threads, running():
+            helper = _helper_for(name, inputs)
+            if helper is not None:
+                try:
+                    return helper.measure(name, inputs, params, threads)  # type: ignore[no-any-return]
+                except gx_helper.HelperGone as exc:
+                    log.warning("measure %s runs in this process: the helper process is gone "
+                                "(%s)", name, exc)
+                except gx_helper.HelperFailed:
+                    log.debug("measure %s failed in the helper; run here", name)
             return run_measure(name, inputs, params)
     finally:
         progress.finished(f"measure {name}", time.perf_counter() - t0)
+
+
+def _helper_for(name: str, inputs: MeasureInputs) -> gx_helper.Helper | None:
+    """The helper process, if family ``name`` runs there now (:data:`IN_HELPER`)."""
+    if name not in IN_HELPER:
+        return None
+    rows = inputs.released.n + (inputs.original.n if inputs.original is not None else 0)
+    helper = gx_helper.current()
+    if rows > HELPER_ROWS or helper is None or not helper.has_families([name]):
+        return None
+    return helper if helper.ready() else None
 
 
 def measure_error(exc: BaseException) -> str:
@@ -370,6 +400,8 @@ def _sequence(run: _Run) -> Decision:
             run.files["per_record.parquet"] = parquet_bytes(run.per_record)
         return fixed_decision(Verdict.REJECTED, ["data not clean: " + line
                                                  for line in report.summary_lines()])
+    if getattr(steps, "measures_here", True):
+        _start_helper_families(gate)
     if encoding is not None:
         inputs = run.timed("encode", partial(encoding, True), started=since)
     else:
@@ -400,6 +432,25 @@ def _sequence(run: _Run) -> Decision:
             judge_both_controls(run, inputs, custodian_lineage, results, errors, decision)))
     _measured_outputs(run, inputs, results, errors)
     return _review(run, decision)
+
+
+def _start_helper_families(gate: Gate) -> None:
+    """Set up the gate's families of :data:`IN_HELPER` in the helper process, beside this
+    gate's measures (once the checks no longer need it), for the next gates of the process
+    (when more follow: :func:`.gx_helper.serve_families`)."""
+    helper = gx_helper.current()
+    names = [n for n in gate.measures if n in IN_HELPER]
+    if helper is None or not names or not gx_helper.families_served() or \
+            helper.has_families(names):
+        return
+
+    def start() -> None:
+        try:
+            helper.start_families(names)
+        except (gx_helper.HelperGone, gx_helper.HelperFailed):
+            log.debug("the helper could not set up %s", names, exc_info=True)
+
+    Beside(start, name="riskgate-helper-families")
 
 
 def _validate(run: _Run, frames: dict[str, Any], prepared: Prepared | None,

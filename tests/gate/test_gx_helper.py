@@ -82,6 +82,7 @@ def test_a_dead_helper_falls_back_to_this_process_with_the_same_checks():
 def _one_helper_per_test():
     yield
     gx_helper.stop()
+    gx_helper.serve_families(False)
 
 
 def test_starting_the_helper_loads_no_data_library() -> None:
@@ -201,3 +202,75 @@ def _gate_for(original: pd.DataFrame):  # type: ignore[no-untyped-def]
                   "sensitive": ["diagnosis"]},
         "measures": {"k_anonymity": {}},
         "policy": {"version": 1, "checks": ["k_anonymity.k >= 1"]}})
+
+
+def test_a_later_gates_alc_runs_in_the_helper_and_gives_this_process_figures(tmp_path,
+                                                                             monkeypatch):
+    """With more gates to come in the process (several configs in one call), the first sets
+    the ALC up in the helper and the later ones run it there, on its own interpreter lock:
+    the very figures and per-record predictions this process gives; never before it is set
+    up nor for a single gate, never above the rows the helper takes, and with the helper gone
+    here again."""
+    import numpy as np
+
+    from riskcore.examples import census_population, write_example
+    from riskcore.gate import run as gate_run
+    from riskcore.gate.kernels import _encoded
+    from riskcore.measures import family, run_measure
+
+    write_example(tmp_path, n=1_500, seed=3)
+    census_population(1_500, 4).to_csv(tmp_path / "control.csv", index=False)
+    inputs = _encoded(tmp_path, "released", {}, 3)
+    params = {"models": ["logistic_regression", "one_to_one"], "max_attacks": 300}
+    here = run_measure("alc", inputs, params)
+    gx_helper.start()
+    helper = gx_helper.current()
+    assert helper is not None
+    for _ in range(600):  # its start-up: GX's import
+        if helper.ready():
+            break
+        time.sleep(0.1)
+    gate = _gate_for(census_population(10))
+    gate.measures["alc"] = gate.measures["k_anonymity"]
+    gate_run._start_helper_families(gate)  # a single gate: nothing set up
+    time.sleep(0.5)
+    assert not helper.has_families(["alc"])
+    assert gate_run._helper_for("alc", inputs) is None
+    gx_helper.serve_families()
+    gate_run._start_helper_families(gate)  # more gates follow: set up, beside this one
+    for _ in range(600):
+        if helper.has_families(["alc"]) and helper.ready():
+            break
+        time.sleep(0.1)
+    assert gate_run._helper_for("alc", inputs) is helper
+    assert gate_run._helper_for("copies", inputs) is None
+    asked: list[int] = []
+    real = type(helper).measure
+
+    def counted(self, *args):  # type: ignore[no-untyped-def]
+        asked.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(type(helper), "measure", counted)
+    there = gate_run.measure("alc", inputs, family("alc").parse(params))
+    assert asked == [1]
+    assert there.to_dict() == here.to_dict()
+    assert here.records["alc_predictions"]  # the predictions per target, row for row
+    for kind in ("per_record", "records"):
+        ours, theirs = getattr(here, kind), getattr(there, kind)
+        assert ours.keys() == theirs.keys()
+        for key, value in ours.items():
+            pairs = value.items() if isinstance(value, dict) else [("", value)]
+            for column, array in pairs:
+                other = theirs[key][column] if column else theirs[key]
+                assert np.array_equal(np.asarray(array), np.asarray(other))
+    monkeypatch.setattr(gate_run, "HELPER_ROWS", 1_000)  # above it: here
+    assert gate_run._helper_for("alc", inputs) is None
+    monkeypatch.undo()
+    os.kill(helper.proc.pid, signal.SIGKILL)  # gone: here, the same
+    for _ in range(50):
+        if helper.proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    again = gate_run.measure("alc", inputs, family("alc").parse(params))
+    assert again.to_dict() == here.to_dict()

@@ -18,13 +18,13 @@ it exits. If it cannot be started, or dies, validation runs in this process inst
 same checks, only slower to start), with a warning in the log; an error of Great Expectations
 itself is raised as it would be in this process.
 
-Where more gates follow in the process (several configs in one ``riskgate gate``:
-:func:`serve_families`), the first has it set up the families of
-:data:`riskcore.gate.run.IN_HELPER` (:meth:`Helper.start_families`, once its checks are done),
-and it runs them for the later ones: the ALC fits scikit-learn models, whose Python runs under
-the interpreter's lock between their compiled parts, and beside the other families in one
-process it took half as long again (3.1-3.3 s against 2.0 alone on a 19,000-row survey
-release); in the helper it has a lock of its own.
+It also runs the families of :data:`riskcore.gate.run.IN_HELPER` (the ALC), once asked to set
+them up (:meth:`Helper.start_families`): for a gate whose tables are of a survey's size
+(:data:`riskcore.gate.run.HELPER_FROM_ROWS` to :data:`riskcore.gate.run.HELPER_ROWS` rows),
+and for every later gate of a process that judges several configs (:func:`serve_families`).
+The ALC fits scikit-learn models, whose Python runs under the interpreter's lock between their
+compiled parts: beside the other families in one process it took half as long again (3.1-3.3
+s against 2.0 alone on a 19,000-row survey release); in the helper it has a lock of its own.
 
 Messages are length-prefixed pickles over the child's own pipes; nothing leaves the machine.
 
@@ -136,15 +136,16 @@ class Helper:
         return self._ask(("diff", (tuple(args), kwargs)))[0]
 
     def start_families(self, names: Sequence[str]) -> None:
-        """Set up the families ``names`` in the helper (their imports: scikit-learn's take
-        1.2 s); it answers when they are. Once per family and helper."""
+        """Have the helper set up the families ``names`` (their imports: scikit-learn's take
+        1.2 s), in a thread of its own: it answers at once, and a family it runs waits for
+        its set-up. Once per family and helper."""
         wanted = [n for n in names if n not in self._families]
         if wanted:
             self._ask(("start_up", wanted))
             self._families.update(wanted)
 
     def has_families(self, names: Sequence[str]) -> bool:
-        """The families ``names`` are set up in the helper (:meth:`start_families`)."""
+        """The families ``names`` are (being) set up in the helper (:meth:`start_families`)."""
         return set(names) <= self._families
 
     def measure(self, name: str, inputs: Any, params: Any, threads: int | None) -> Any:
@@ -227,9 +228,9 @@ _LATER_GATES = [False]
 
 def serve_families(on: bool = True) -> None:
     """Tell this process's gates that more gates follow them in it (``riskgate gate`` with
-    several configs): the first sets up :data:`riskcore.gate.run.IN_HELPER`'s families in the
-    helper for the others. A single gate does not (its own run is over before they would
-    serve, and the set-up would take the other core from its measures)."""
+    several configs): the first has :data:`riskcore.gate.run.IN_HELPER`'s families set up in
+    the helper for the others, whatever their size. A single gate of small tables does not
+    (the helper's set-up, scikit-learn's import, would take longer than it saves)."""
     _LATER_GATES[0] = on
 
 
@@ -318,6 +319,7 @@ def _serve() -> None:
     _send(answers, ("ready", time.time()))  # the wall clock, which the parent shares
     from riskcore.anatomy import read_release  # the diff's modules, while the parent loads
 
+    starting: list[Any] = []  # the families' set-ups asked for (each in its thread)
     while True:
         try:
             kind, payload = _receive(requests)
@@ -327,16 +329,18 @@ def _serve() -> None:
             if kind == "diff":
                 args, kwargs = payload
                 reply: tuple[str, Any] = ("ok", read_release(*args, **kwargs))
-            elif kind == "start_up":
+            elif kind == "start_up":  # in a thread: the diff and the checks go on beside it
                 from riskcore.measures import start_up
 
-                start_up(payload).join()
+                starting.append(start_up(payload))
                 reply = ("ok", None)
             elif kind == "measure":
                 from riskcore.measures import run_measure
                 from riskcore.threads import thread_budget
 
                 name, inputs, params, threads = payload
+                for began in starting:
+                    began.join()
                 with thread_budget(threads or 1, models=True):
                     reply = ("ok", run_measure(name, inputs, params))
             else:

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
@@ -76,12 +77,21 @@ def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> Cleanline
         return validate_tables(frames, cfg.role_spec, cfg.identifiers)
 
 
-#: families run in the helper process once it has set them up (a later gate of the process),
-#: when it is free and the tables are small (:mod:`.gx_helper`)
+#: families run in the helper process once it was asked to set them up, when it is free
+#: (:mod:`.gx_helper`)
 IN_HELPER = ("alc",)
-#: ... at most this many rows in the original and the release together: a million-row ALC was
-#: no faster there (its 85 MB of encoded tables pickled, on two cores busy either way)
+#: ... for tables of at most this many rows (the original's and the release's together): a
+#: million-row ALC was no faster there (its 85 MB of encoded tables pickled, two cores busy
+#: either way)
 HELPER_ROWS = 250_000
+#: ... and, for a single gate, at least this many (on the 6,000-row demo the helper's set-up,
+#: scikit-learn's import, made its ALC wait longer than the interpreter's lock would have: its
+#: data work 1.9 -> 2.3 s; on a 19,000-row survey release 5.5 -> 4.6 s); every later gate of a
+#: process that judges several configs (:func:`.gx_helper.serve_families`)
+HELPER_FROM_ROWS = 20_000
+#: the families run in this process (not on a Dask cluster): the release's reading then has the
+#: helper set up :data:`IN_HELPER`'s (:func:`_read_release`)
+_MEASURES_HERE: ContextVar[bool] = ContextVar("riskgate_measures_here", default=False)
 
 
 def measure(name: str, inputs: MeasureInputs, params: Params) -> MeasureResult:
@@ -389,6 +399,7 @@ def _sequence(run: _Run) -> Decision:
     start_encode = getattr(steps, "start_encode", None)
     encoding: Callable[[bool], MeasureInputs] | None = (
         start_encode(gate, frames) if start_encode is not None else None)
+    _MEASURES_HERE.set(getattr(steps, "measures_here", True))  # for the diff's thread
     diffing = Beside(partial(read_release, gate, frames), name="riskgate-diff")
     report = _validate(run, frames, prepared, encoding, diffing, since)
     if not report.success:
@@ -401,7 +412,7 @@ def _sequence(run: _Run) -> Decision:
         return fixed_decision(Verdict.REJECTED, ["data not clean: " + line
                                                  for line in report.summary_lines()])
     if getattr(steps, "measures_here", True):
-        _start_helper_families(gate)
+        _start_helper_families(gate, frames)
     if encoding is not None:
         inputs = run.timed("encode", partial(encoding, True), started=since)
     else:
@@ -434,14 +445,24 @@ def _sequence(run: _Run) -> Decision:
     return _review(run, decision)
 
 
-def _start_helper_families(gate: Gate) -> None:
-    """Set up the gate's families of :data:`IN_HELPER` in the helper process, beside this
-    gate's measures (once the checks no longer need it), for the next gates of the process
-    (when more follow: :func:`.gx_helper.serve_families`)."""
-    helper = gx_helper.current()
+def _helper_families(gate: Gate, frames: Mapping[str, Any]) -> list[str]:
+    """The gate's families the helper process should set up (:data:`IN_HELPER`): for tables
+    of :data:`HELPER_FROM_ROWS` to :data:`HELPER_ROWS` rows, or of fewer when more gates
+    follow in the process."""
     names = [n for n in gate.measures if n in IN_HELPER]
-    if helper is None or not names or not gx_helper.families_served() or \
-            helper.has_families(names):
+    sizes = [len(df) for t, df in frames.items()
+             if t in ("original", "released") and isinstance(df, pd.DataFrame)]
+    if not names or len(sizes) < 2 or sum(sizes) > HELPER_ROWS:
+        return []
+    return names if gx_helper.families_served() or sum(sizes) >= HELPER_FROM_ROWS else []
+
+
+def _start_helper_families(gate: Gate, frames: Mapping[str, Any]) -> None:
+    """Have the helper process set up the gate's families of :data:`IN_HELPER` now, if it was
+    not asked while it read the release (:func:`_read_release`); it answers at once."""
+    helper = gx_helper.current()
+    names = _helper_families(gate, frames)
+    if helper is None or not names or helper.has_families(names):
         return
 
     def start() -> None:
@@ -574,6 +595,9 @@ def _read_release(gate: Gate, tables: Mapping[str, Any]) -> ReleaseDiff:
     helper = gx_helper.current()
     if helper is not None and helper.ready():
         try:
+            families = _helper_families(gate, tables) if _MEASURES_HERE.get() else []
+            if families:  # asked here, where the helper is known free: the diff follows
+                helper.start_families(families)
             return helper.read_release(args, kwargs)  # type: ignore[no-any-return]
         except gx_helper.HelperGone as exc:
             log.warning("the release is read in this process: the helper process is gone "

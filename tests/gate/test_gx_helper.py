@@ -204,13 +204,11 @@ def _gate_for(original: pd.DataFrame):  # type: ignore[no-untyped-def]
         "policy": {"version": 1, "checks": ["k_anonymity.k >= 1"]}})
 
 
-def test_a_later_gates_alc_runs_in_the_helper_and_gives_this_process_figures(tmp_path,
-                                                                             monkeypatch):
-    """With more gates to come in the process (several configs in one call), the first sets
-    the ALC up in the helper and the later ones run it there, on its own interpreter lock:
-    the very figures and per-record predictions this process gives; never before it is set
-    up nor for a single gate, never above the rows the helper takes, and with the helper gone
-    here again."""
+def test_the_alc_runs_in_the_helper_and_gives_this_process_figures(tmp_path, monkeypatch):
+    """The ALC of a survey-sized gate, or of any gate when more follow in the process (several
+    configs in one call), runs in the helper on an interpreter lock of its own, set up there
+    first: the very figures and per-record predictions this process gives; not for a single
+    small gate, nor above the rows the helper takes, and with the helper gone here again."""
     import numpy as np
 
     from riskcore.examples import census_population, write_example
@@ -232,12 +230,19 @@ def test_a_later_gates_alc_runs_in_the_helper_and_gives_this_process_figures(tmp
         time.sleep(0.1)
     gate = _gate_for(census_population(10))
     gate.measures["alc"] = gate.measures["k_anonymity"]
-    gate_run._start_helper_families(gate)  # a single gate: nothing set up
-    time.sleep(0.5)
-    assert not helper.has_families(["alc"])
-    assert gate_run._helper_for("alc", inputs) is None
-    gx_helper.serve_families()
-    gate_run._start_helper_families(gate)  # more gates follow: set up, beside this one
+    small = {"original": census_population(1_500), "released": census_population(1_500)}
+    large = {"original": census_population(10), "released": census_population(
+        gate_run.HELPER_FROM_ROWS)}
+    huge = {"original": census_population(10), "released": census_population(
+        gate_run.HELPER_ROWS + 1)}
+    assert gate_run._helper_families(gate, small) == []  # a single small gate: here
+    assert gate_run._helper_families(gate, large) == ["alc"]
+    assert gate_run._helper_families(gate, huge) == []
+    gx_helper.serve_families()  # more gates follow: any size up to the helper's rows
+    assert gate_run._helper_families(gate, small) == ["alc"]
+    assert gate_run._helper_families(gate, huge) == []
+    assert gate_run._helper_for("alc", inputs) is None  # not set up yet
+    gate_run._start_helper_families(gate, small)
     for _ in range(600):
         if helper.has_families(["alc"]) and helper.ready():
             break

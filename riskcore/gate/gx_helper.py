@@ -222,6 +222,8 @@ def start() -> None:
         _HELPER[:] = [helper]
 
 
+#: the longest a family run in the helper waits for its set-up (imports) to end
+START_UP_WAIT_S = 120.0
 #: later gates of this process will want families in the helper (:func:`serve_families`)
 _LATER_GATES = [False]
 
@@ -339,8 +341,8 @@ def _serve() -> None:
                 from riskcore.threads import thread_budget
 
                 name, inputs, params, threads = payload
-                for began in starting:
-                    began.join()
+                for began in starting:  # a set-up that hangs: the family imports its own
+                    began.join(START_UP_WAIT_S)
                 with thread_budget(threads or 1, models=True):
                     reply = ("ok", run_measure(name, inputs, params))
             else:

@@ -86,8 +86,9 @@ IN_HELPER = ("alc",)
 HELPER_ROWS = 250_000
 #: ... and, for a single gate, at least this many (on the 6,000-row demo the helper's set-up,
 #: scikit-learn's import, made its ALC wait longer than the interpreter's lock would have: its
-#: data work 1.9 -> 2.3 s; on a 19,000-row survey release 5.5 -> 4.6 s); every later gate of a
-#: process that judges several configs (:func:`.gx_helper.serve_families`)
+#: data work 1.9 -> 2.3 s; on a 19,000-row survey release its measures 2.8 -> 2.0 s, its wall
+#: 8.0 -> 7.7 s); every later gate of a process that judges several configs
+#: (:func:`.gx_helper.serve_families`)
 HELPER_FROM_ROWS = 20_000
 #: the families run in this process (not on a Dask cluster): the release's reading then has the
 #: helper set up :data:`IN_HELPER`'s (:func:`_read_release`)

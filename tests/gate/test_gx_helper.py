@@ -149,14 +149,7 @@ def test_the_helper_reads_a_release_as_this_process_does() -> None:
     from tests.release_corpus import corpus
 
     original, control, releases = corpus(n=1500)
-    gx_helper.start()
-    helper = gx_helper.current()
-    assert helper is not None
-    for _ in range(600):  # its start-up: GX's import
-        if helper.ready():
-            break
-        time.sleep(0.1)
-    assert helper.ready()
+    helper = _ready_helper()
     kinds = set()
     for release in releases:
         if release.name not in ("k-anonymized", "synthetic", "mixed", "kept-dropped"):
@@ -191,6 +184,19 @@ def test_the_helper_reads_a_release_as_this_process_does() -> None:
     _same_reading(_read_release(gate, frames), there)
 
 
+def _ready_helper() -> gx_helper.Helper:
+    """A helper started and past its start-up (GX's import)."""
+    gx_helper.start()
+    helper = gx_helper.current()
+    assert helper is not None
+    for _ in range(600):
+        if helper.ready():
+            break
+        time.sleep(0.1)
+    assert helper.ready()
+    return helper
+
+
 def _gate_for(original: pd.DataFrame):  # type: ignore[no-untyped-def]
     """A gate on the corpus's columns (no table is read)."""
     from riskcore.gate.config import load_gate
@@ -221,13 +227,7 @@ def test_the_alc_runs_in_the_helper_and_gives_this_process_figures(tmp_path, mon
     inputs = _encoded(tmp_path, "released", {}, 3)
     params = {"models": ["logistic_regression", "one_to_one"], "max_attacks": 300}
     here = run_measure("alc", inputs, params)
-    gx_helper.start()
-    helper = gx_helper.current()
-    assert helper is not None
-    for _ in range(600):  # its start-up: GX's import
-        if helper.ready():
-            break
-        time.sleep(0.1)
+    helper = _ready_helper()
     gate = _gate_for(census_population(10))
     gate.measures["alc"] = gate.measures["k_anonymity"]
     small = {"original": census_population(1_500), "released": census_population(1_500)}

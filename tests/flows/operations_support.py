@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -157,8 +158,16 @@ def ops(prefect_server, s3, tmp_path_factory):
         signer.terminate()
     import shutil
 
+    # the flow runs a worker started (a paused review waits on for minutes) are its children:
+    # found now, before the worker ends and they pass to init, and ended with it
+    runs = [pid for worker in workers for pid in _descendants(worker.pid)]
     for worker in workers:
         worker.terminate()
+    for pid in runs:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     for worker in workers:
         # Prefect's worker takes half a minute to stop on SIGTERM (it waits out its loops);
         # at the session's end nothing of its is still needed: a few seconds, then SIGKILL
@@ -375,3 +384,20 @@ def _wait_for_decision(ops: dict[str, Any], release: str, timeout_s: float = 240
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes under ``pid`` (its children, theirs...), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out

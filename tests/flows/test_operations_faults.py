@@ -3,6 +3,7 @@ history that survives them (tests/flows/operations_support.py sets the server up
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
@@ -14,6 +15,7 @@ from tests.flows.operations_support import (
     PINNED,
     RISKGATE,
     _decision,
+    _descendants,
     _emit_all,
     _flow_run,
     _paused_and_waiting,
@@ -177,10 +179,15 @@ def test_a_run_lost_with_its_worker_ends_error(ops):
     waiting, paused = _paused_and_waiting(ops, "ops-lost")
     pids = _processes_of_run(paused.id)
     assert pids, "the paused run's process was not found"
+    # a lost host takes every process of its worker with it: the other runs it started too
+    # (an earlier test's review still paused), which would otherwise outlive the suite
+    others = [pid for worker in ops["workers"] for pid in _descendants(worker.pid)
+              if pid not in pids]
     for worker in ops["workers"]:
         worker.kill()
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
+    for pid in [*pids, *others]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     try:
         out, _ = waiting.communicate(timeout=LOST_AFTER_TEST_S + 90)
     finally:

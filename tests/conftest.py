@@ -383,6 +383,20 @@ def unprivileged(cmd: list[str], env: dict[str, str], home: Path
     return cmd, env, {"user": "nobody", "group": "nogroup", "extra_groups": []}
 
 
+def child_processes(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, read from /proc."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
 def runs_as_another_user() -> bool:
     """:func:`unprivileged` really switches the user here."""
     return os.geteuid() == 0 and os.path.exists(

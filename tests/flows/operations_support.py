@@ -24,7 +24,13 @@ import pytest
 import yaml
 
 from riskcore.errors import RiskgateError
-from tests.conftest import ROOT, runs_as_another_user, unprivileged, wait_for_paused_run
+from tests.conftest import (
+    ROOT,
+    child_processes,
+    runs_as_another_user,
+    unprivileged,
+    wait_for_paused_run,
+)
 
 RISKGATE = [sys.executable, "-m", "riskgate.flows.cli"]
 
@@ -387,17 +393,10 @@ def _wait_for_decision(ops: dict[str, Any], release: str, timeout_s: float = 240
 
 
 def _descendants(pid: int) -> list[int]:
-    """The processes under ``pid`` (its children, theirs...), read from /proc."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    """The processes under ``pid`` (its children, theirs...)."""
     out, todo = [], [pid]
     while todo:
-        for child in children.get(todo.pop(), []):
+        for child in child_processes(todo.pop()):
             out.append(child)
             todo.append(child)
     return out

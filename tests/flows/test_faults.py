@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import ROOT, gate_config, run_gate_flow
+from tests.conftest import ROOT, child_processes, gate_config, run_gate_flow
 
 pytestmark = pytest.mark.integration
 RISKGATE = [sys.executable, "-m", "riskgate.flows.cli"]
@@ -213,24 +213,11 @@ def test_a_gate_killed_mid_measure_gives_its_slot_back(prefect_server, example_f
         set_limits(gate=5)
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
-
-
 def test_the_servers_messages_go_to_a_file_never_to_an_unread_pipe(prefect_server):
     """A server whose stderr is a pipe nobody reads freezes once 64 KiB of its warnings
     (SQLite's "database is locked" tracebacks, 8 KiB each) have filled it: every request
     then times out. The suite's server is started as the CLI starts its private one."""
-    servers = [pid for pid in _children(os.getpid())
+    servers = [pid for pid in child_processes(os.getpid())
                if b"uvicorn" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert servers, "the suite's Prefect server is not a child of this process"
     for pid in servers:
@@ -252,7 +239,7 @@ def test_a_killed_gate_leaves_no_private_server_or_helper_behind(example_files, 
     server = helper = None
     deadline = time.monotonic() + 120
     while (server is None or helper is None) and time.monotonic() < deadline:
-        for child in _children(proc.pid):
+        for child in child_processes(proc.pid):
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
             if b"uvicorn" in cmdline:
                 server = child

@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from ...equivalence import group_rows
 from ...errors import ConfigError
 from ...threads import current_limit, in_chunks, tree_jobs
 from .inputs import CONTINUOUS, ALCData
@@ -39,6 +41,8 @@ DEFAULT_MODELS = ("hist_gradient_boosting", "random_forest", "extra_trees",
 ONE_HOT_MAX = 100
 ONE_TO_ONE_AGREEMENT = 0.95
 SELECTION_TRAIN_ROWS = 6_000
+#: the logistic baseline is fitted on distinct rows, weighted, from this many training rows
+DISTINCT_FROM_ROWS = 20_000
 #: the split finds each class's test rows by a pass over the rows up to this many classes
 #: (a sort of the rows beyond)
 SPLIT_CLASSES = 64
@@ -171,7 +175,12 @@ class BaselineModel:
             return self
         self._features = _Features(self.data, self.known, rows)
         one_hot = self.name != "hist_gradient_boosting"
-        X, mask = self._features.dense(rows, one_hot=one_hot)
+        # the logistic loss is a sum over rows: each distinct row once, weighted by how often
+        # it occurs, is the same objective (and the scaler's weighted moments the same moments)
+        distinct = _distinct_rows(self.data, self.known, rows, y) \
+            if self.name == "logistic_regression" else None
+        X, mask = self._features.dense(rows if distinct is None else rows[distinct[0]],
+                                       one_hot=one_hot)
         present = np.bincount(y)
         self._model = _sklearn_model(self.name, self.seed, None if one_hot else mask,
                                      smallest_class=int(present[present > 0].min()),
@@ -179,7 +188,12 @@ class BaselineModel:
         if len(np.unique(y)) == 1:
             self._model = None  # a constant: every prediction is that value
             return self
-        self._model.fit(X, y)
+        if distinct is None:
+            self._model.fit(X, y)
+        else:
+            w = distinct[1].astype(np.float64)
+            self._model.fit(X, y[distinct[0]], standardscaler__sample_weight=w,
+                            logisticregression__sample_weight=w)
         return self
 
     def predict(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +212,23 @@ class BaselineModel:
         i = np.argmax(proba, axis=1)
         classes = np.asarray(self._model.classes_)
         return classes[i].astype(np.int64), proba[np.arange(n), i]
+
+
+def _distinct_rows(data: ALCData, known: Sequence[str], rows: np.ndarray, y: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Positions in ``rows`` of the first row of each distinct (known values, secret)
+    combination and the combination's count, when there are at most half as many
+    combinations as rows (None otherwise: weighting would not pay)."""
+    if len(rows) < DISTINCT_FROM_ROWS:
+        return None
+    t = data.original
+    cols = [pd.factorize(data.values[t][c][rows])[0] if data.kinds[c] == CONTINUOUS
+            else data.codes[t][c][rows] for c in known]
+    ids, u = group_rows(np.column_stack([*cols, y]))
+    if u > len(rows) // 2:
+        return None
+    _, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    return first, counts
 
 
 def _mode_per_value(col: np.ndarray, y: np.ndarray, k_col: int, k_y: int) -> np.ndarray:

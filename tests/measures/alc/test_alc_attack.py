@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from riskcore.errors import InputError
@@ -186,3 +187,36 @@ def test_the_model_selection_split_is_the_sorted_one(n, classes):
             plain = _split_by_sorting(np.random.default_rng(seed), table)
             assert all(np.array_equal(a, b) for a, b in zip(ours, plain, strict=True))
             assert len(ours[1]) == (n // 2 if n < 6000 else 3000)
+
+
+def test_the_logistic_baseline_on_distinct_rows_is_the_fit_on_every_row(monkeypatch):
+    """The logistic baseline of a large training part is fitted on its distinct rows, each
+    weighted by its count (at 1M rows: the ALC 1.6 -> 0.95 s): the same model as the fit on
+    every row, on categorical columns with missing values and a continuous one with missing
+    values, to the optimizer's precision."""
+    from riskcore.measures.alc import baseline
+
+    g = np.random.default_rng(4)
+    n = 40_000
+    a = g.integers(0, 6, n)
+    frame = pd.DataFrame({
+        "a": [f"a{v}" for v in a],
+        "b": pd.Series([f"b{v}" for v in g.integers(0, 4, n)]).where(g.random(n) > 0.05),
+        "x": np.where(g.random(n) < 0.03, np.nan, g.integers(20, 70, n).astype(float)),
+        "secret": [f"s{v}" for v in np.where(g.random(n) < 0.6, a % 4, g.integers(0, 4, n))],
+    })
+    data = from_frames(frame, frame.iloc[:100])
+    rows, targets = np.arange(5_000, n), np.arange(5_000)
+    y = data.codes[data.original]["secret"][rows]
+    first, counts = baseline._distinct_rows(data, ["a", "b", "x"], rows, y)
+    assert len(first) < len(rows) // 5 and counts.sum() == len(rows)
+
+    def fitted() -> tuple[np.ndarray, np.ndarray]:
+        return baseline.BaselineModel(data, "secret", ["a", "b", "x"], "logistic_regression",
+                                      3).fit(rows).predict(targets)
+
+    weighted = fitted()
+    monkeypatch.setattr(baseline, "DISTINCT_FROM_ROWS", 10 * n)
+    every_row = fitted()
+    assert np.array_equal(weighted[0], every_row[0])
+    assert np.abs(weighted[1] - every_row[1]).max() < 1e-5

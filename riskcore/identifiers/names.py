@@ -26,7 +26,7 @@ import gzip
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -79,19 +79,26 @@ def place_names() -> frozenset[str]:
 #: members (measured: a value read out of Arrow and looked up in a set, 0.18 us; Arrow's
 #: hashing of the list on each call, 0.06 us a member)
 PYTHON_LOOKUP_RATIO = 4
-_Members = tuple[frozenset[str], Any]
+class _Members:
+    """A list of names as a set, and in Arrow once a long column needs it (sorting and
+    copying the place names into Arrow took 0.05 s of a gate's first load, which looks up
+    only its column names)."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.python = names
+
+    @cached_property
+    def arrow(self) -> Any:
+        import pyarrow as pa
+
+        return pa.array(sorted(self.python), type=pa.large_string())
 
 
 @lru_cache(maxsize=1)
 def _lists() -> tuple[_Members, _Members, _Members]:
-    """The first names, surnames and place names, each as a set and in Arrow."""
-    import pyarrow as pa
-
-    def both(names: frozenset[str]) -> _Members:
-        return names, pa.array(sorted(names), type=pa.large_string())
-
+    """The first names, surnames and place names."""
     first, last = name_lists()
-    return both(first), both(last), both(place_names())
+    return _Members(first), _Members(last), _Members(place_names())
 
 
 def folded(arrow: Any) -> Any:
@@ -137,11 +144,11 @@ def _in(values: Any, members: _Members) -> np.ndarray:
     of values (most columns' distinct values) is looked up in Python's set instead."""
     import pyarrow.compute as pc
 
-    python, arrow = members
+    python = members.python
     if len(values) * PYTHON_LOOKUP_RATIO <= len(python):
         return np.fromiter((v in python for v in values.to_pylist()), dtype=bool,
                            count=len(values))
-    return np.asarray(pc.is_in(values, value_set=arrow).fill_null(False).to_numpy(
+    return np.asarray(pc.is_in(values, value_set=members.arrow).fill_null(False).to_numpy(
         zero_copy_only=False), dtype=bool)
 
 

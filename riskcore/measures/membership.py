@@ -104,7 +104,7 @@ from ..compiled import warm
 from ..results import MeasureResult, Status
 from ..roles import Roles
 from ..stats import z_score
-from ..threads import start_models
+from ..threads import model_rows, start_models
 from .attacks.common import check_attack_columns
 from .attacks.gower import MixedMatrix, nearest_distance, nearest_distances, prepare
 from .family import MeasureFamily, MeasureInputs, Params, compared_columns
@@ -309,8 +309,10 @@ def _density_scores(release: MixedMatrix, reference: MixedMatrix, targets: Mixed
     model = HistGradientBoostingClassifier(
         max_iter=30, learning_rate=0.3, max_leaf_nodes=31, early_stopping=False,
         categorical_features=categorical if categorical.any() else None, random_state=seed)
-    model.fit(X, y)
-    return np.asarray(model.decision_function(xt), dtype=np.float64)
+    with model_rows(len(X)):
+        model.fit(X, y)
+    with model_rows(len(xt)):
+        return np.asarray(model.decision_function(xt), dtype=np.float64)
 
 
 def epsilon_bound(tp: int, members: int, fp: int, non_members: int, delta: float,

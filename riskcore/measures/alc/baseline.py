@@ -32,7 +32,7 @@ import pandas as pd
 
 from ...equivalence import group_rows
 from ...errors import ConfigError
-from ...threads import current_limit, in_chunks, tree_jobs
+from ...threads import current_limit, in_chunks, model_rows, tree_jobs
 from .inputs import CONTINUOUS, ALCData
 from .prc import TIGHT_WIDTH, PRCParams, best_prc
 
@@ -188,12 +188,13 @@ class BaselineModel:
         if len(np.unique(y)) == 1:
             self._model = None  # a constant: every prediction is that value
             return self
-        if distinct is None:
-            self._model.fit(X, y)
-        else:
-            w = distinct[1].astype(np.float64)
-            self._model.fit(X, y[distinct[0]], standardscaler__sample_weight=w,
-                            logisticregression__sample_weight=w)
+        with model_rows(len(rows)):  # OpenMP's threads by the rows fitted, not the table's
+            if distinct is None:
+                self._model.fit(X, y)
+            else:
+                w = distinct[1].astype(np.float64)
+                self._model.fit(X, y[distinct[0]], standardscaler__sample_weight=w,
+                                logisticregression__sample_weight=w)
         return self
 
     def predict(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -208,7 +209,8 @@ class BaselineModel:
             return np.full(n, self._majority, np.int64), np.ones(n)
         assert self._features is not None
         X, _ = self._features.dense(rows, one_hot=self.name != "hist_gradient_boosting")
-        proba = self._model.predict_proba(X)
+        with model_rows(n):
+            proba = self._model.predict_proba(X)
         i = np.argmax(proba, axis=1)
         classes = np.asarray(self._model.classes_)
         return classes[i].astype(np.int64), proba[np.arange(n), i]

@@ -79,6 +79,8 @@ def place_names() -> frozenset[str]:
 #: members (measured: a value read out of Arrow and looked up in a set, 0.18 us; Arrow's
 #: hashing of the list on each call, 0.06 us a member)
 PYTHON_LOOKUP_RATIO = 4
+
+
 class _Members:
     """A list of names as a set, and in Arrow once a long column needs it (sorting and
     copying the place names into Arrow took 0.05 s of a gate's first load, which looks up

@@ -188,7 +188,7 @@ class BaselineModel:
         if len(np.unique(y)) == 1:
             self._model = None  # a constant: every prediction is that value
             return self
-        with model_rows(len(rows)):  # OpenMP's threads by the rows fitted, not the table's
+        with model_rows(len(X)):  # OpenMP's threads by the rows fitted, not the table's
             if distinct is None:
                 self._model.fit(X, y)
             else:

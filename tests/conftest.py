@@ -117,6 +117,28 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         session.exitstatus = 1
 
 
+#: the operations suite's files: each xdist process that runs one of them starts the suite's
+#: servers, workers and gates for itself, so they are one unit of work, run one after another
+#: on one process (two of them at once on two cores made every gate of both wait)
+OPERATIONS_FILES = ("tests/flows/test_operations.py", "tests/flows/test_operations_faults.py",
+                    "tests/flows/test_operations_rules.py")
+
+
+def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
+    """``--dist loadfile`` with the operations files as one unit (:data:`OPERATIONS_FILES`)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OperationsTogether(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "operations" if path in OPERATIONS_FILES else str(super()._split_scope(
+                nodeid))
+
+    return OperationsTogether(config, log)
+
+
 @pytest.fixture(scope="session")
 def example_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from riskcore.examples import write_example

@@ -124,6 +124,7 @@ OPERATIONS_FILES = ("tests/flows/test_operations.py", "tests/flows/test_operatio
                     "tests/flows/test_operations_rules.py")
 
 
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) never calls it
 def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
     """``--dist loadfile`` with the operations files as one unit (:data:`OPERATIONS_FILES`)."""
     if config.getoption("dist") != "loadfile":

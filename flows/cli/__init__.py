@@ -38,6 +38,7 @@ from riskcore.errors import RiskgateError  # noqa: E402
 from riskcore.processes import stop_on_sigterm  # noqa: E402
 from riskcore.redact import install_log_redaction, redact_text  # noqa: E402
 
+from ..standby_wire import command_environ  # noqa: E402
 from . import (  # noqa: E402
     alc,
     attack,
@@ -51,6 +52,7 @@ from . import (  # noqa: E402
     measure,
     ops,
     report,
+    standby,
     trust,
 )
 from .common import console  # noqa: E402
@@ -61,7 +63,7 @@ EXIT_USAGE = 64
 EXIT_INTERRUPTED = 130
 
 COMMANDS = (init, diff, measure, attack, alc, gate, config, report, ops, emit, history,
-            trust, example)
+            trust, example, standby)
 
 
 class Parser(argparse.ArgumentParser):
@@ -96,13 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; returns its exit code (never raises, except SystemExit for usage)."""
     args = build_parser().parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
-    if not verbose:
-        # the summary tables replace Prefect's console log; the API log (UI) is unchanged
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", "CRITICAL")
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", "CRITICAL")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    # before Prefect is imported: no analytics, and without --verbose the summary tables
+    # replace Prefect's console log (a standby does the same: :mod:`..standby_wire`)
+    os.environ.update(command_environ(os.environ, verbose))
     install_log_redaction()
     try:
         return int(_handler(args)(args))
@@ -124,8 +122,11 @@ def _fail(line: str, verbose: bool) -> None:
     console.print(redact_text(line), markup=False, highlight=False, soft_wrap=True)
 
 
-def run(argv: list[str] | None = None) -> NoReturn:
-    """The console script: :func:`main`, then out without the interpreter's teardown.
+def run(argv: list[str] | None = None, tell: Callable[[int], None] | None = None
+        ) -> NoReturn:
+    """The console script: :func:`main`, then out without the interpreter's teardown;
+    ``tell`` is given the exit code once everything is written (a standby's gate process
+    tells its command, :mod:`..standby`).
 
     Tearing down a process that imported Prefect, Great Expectations and scikit-learn takes
     about a second (measured: 0.9-1.1 s of every gate run) and does nothing a finished command
@@ -133,16 +134,28 @@ def run(argv: list[str] | None = None) -> NoReturn:
     streams are flushed, child processes were stopped by the command itself.
     """
     stop_on_sigterm(EXIT_ERROR)  # the console script only: not in a process that calls main()
+    code = _exit_code(argv)
+    if "riskgate.flows.standby" in sys.modules:  # ``riskgate standby``: in a gate process it
+        from ..standby import forked  # forked, its command runs now
+
+        command = forked()
+        if command is not None:
+            stop_on_sigterm(EXIT_ERROR)
+            code, tell = _exit_code(command.argv), command.tell
+    _leave(code, tell)
+
+
+def _exit_code(argv: list[str] | None) -> int:
+    """:func:`main`'s exit code, usage errors and ``--help`` included."""
     try:
-        code = main(argv)
+        return main(argv)
     except SystemExit as exc:  # usage errors and --help
         if isinstance(exc.code, str):
             sys.stderr.write(exc.code + "\n")
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
-    _leave(code)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
 
 
-def _leave(code: int) -> NoReturn:
+def _leave(code: int, tell: Callable[[int], None] | None = None) -> NoReturn:
     if "prefect" in sys.modules:
         from ..local_api import drain_prefect
 
@@ -153,6 +166,8 @@ def _leave(code: int) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: nothing more can be said there
             pass
+    if tell is not None:
+        tell(code)
     os._exit(code)
 
 

@@ -7,6 +7,7 @@ import argparse
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,8 @@ from riskcore.errors import ConfigError, InputError
 from riskcore.redact import redact, redact_text
 from riskcore.storage import filesystem
 
+from ..standby_wire import process_age
+
 #: off a terminal (CI, cron, a pipe): full lines, never cut at 80 columns
 _PIPE_WIDTH = 240
 
@@ -32,6 +35,15 @@ def _console(stderr: bool) -> Console:
 
 console = _console(stderr=True)
 out = _console(stderr=False)
+
+
+def reset_consoles() -> None:
+    """Make the consoles again for this process's standard streams, where they now lead: a
+    standby's gate process was given its command's (:mod:`riskgate.flows.standby`), a
+    terminal or a pipe, after the consoles were made for the standby's own."""
+    for target, stderr in ((console, True), (out, False)):
+        made = _console(stderr=stderr)
+        target.__dict__.update(made.__dict__)
 
 #: environment variable with JSON fsspec options for every URL the CLI reads (no secrets)
 STORAGE_ENV = riskcore_storage.STORAGE_ENV
@@ -258,14 +270,20 @@ def api_url() -> str:
     return str(url)
 
 
+#: when the command started (the epoch), where a standby's gate process was forked for it
+_STARTED: list[float] = []
+
+
+def command_started(at: float) -> None:
+    """The command this process runs started at ``at`` (the epoch): a standby's gate process
+    is forked after the command itself started (:mod:`riskgate.flows.standby`)."""
+    _STARTED[:] = [at]
+
+
 def process_seconds() -> float | None:
-    """Wall seconds since this process started (Linux's /proc; None elsewhere): what a user
-    waited for, imports and start-up included."""
-    try:
-        with open("/proc/self/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        with open("/proc/uptime") as f:
-            uptime = float(f.read().split()[0])
-        return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return None
+    """Wall seconds since the command started: what a user waited for, imports and start-up
+    included (Linux's /proc; None elsewhere)."""
+    if _STARTED:
+        return max(0.0, time.time() - _STARTED[0])
+    age = process_age()
+    return age or None

@@ -44,6 +44,7 @@ import logging
 import os
 import pickle
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -202,6 +203,48 @@ class Helper:
             except OSError:
                 pass
         wait_or_kill(self.proc, 5)
+
+
+class Adopted:
+    """A helper process started by another process and used by this one, which inherited its
+    pipes (a standby's spare helper, given to the gate process it forks:
+    ``riskgate.flows.standby``). Not this process's child, it cannot be waited for: its end
+    is read from a pidfd (``pidfd_open``), which a reused pid cannot fool. What
+    :class:`Helper` and :func:`riskcore.processes.wait_or_kill` use of a ``Popen``."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], pidfd: int) -> None:
+        self.pid = proc.pid
+        self.stdin, self.stdout = proc.stdin, proc.stdout
+        self.returncode: int | None = None
+        self._pidfd = pidfd
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
+            self.returncode = -1  # ended; its status is its parent's to read
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not select.select([self._pidfd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired([sys.executable], timeout or 0.0)
+            self.returncode = -1
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            try:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def adopt(helper: Helper, pidfd: int) -> None:
+    """Make ``helper``, started by this process's parent (its pipes inherited), this
+    process's helper (:class:`Adopted`); ``pidfd`` is the helper's (``os.pidfd_open``)."""
+    if isinstance(helper.proc, subprocess.Popen):
+        helper.proc = Adopted(helper.proc, pidfd)  # type: ignore[assignment]
+    with _LOCK:
+        _HELPER[:] = [helper]
 
 
 _LOCK = threading.Lock()

@@ -1,0 +1,102 @@
+"""The ``riskgate`` console script: a ``riskgate gate`` is run by the standby named in
+``$RISKGATE_STANDBY`` when there is one it may use (:mod:`.standby_wire`), else here, as every
+other command. This module imports the standard library alone until it knows which."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Any, NoReturn
+
+from . import standby_wire as wire
+
+#: the exit code of an error (:mod:`riskgate.flows.cli`)
+EXIT_ERROR = 3
+#: the longest the standby may take to answer a command (it forks at once)
+ANSWER_S = 10.0
+
+
+def run() -> NoReturn:
+    """Run the command: through a standby where it may, else in this process."""
+    code = in_standby(sys.argv[1:])
+    if code is not None:
+        os._exit(code)
+    from .cli import run as run_here
+
+    run_here()
+
+
+def in_standby(argv: list[str]) -> int | None:
+    """The exit code of ``riskgate gate`` run by the standby, or None when this process should
+    run the command itself (no standby named, a command other than ``gate``, ``--verbose``
+    or ``--help``, or a standby it may not use: that one says why on stderr)."""
+    path = os.environ.get(wire.ENV, "").strip()
+    if not path or argv[:1] != ["gate"] or {"-h", "--help", "--verbose"} & set(argv[1:]):
+        return None
+    started = time.time() - wire.process_age()
+    why = wire.unsafe_folder(path)
+    if why is not None:
+        return _here(why)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(ANSWER_S)
+        sock.connect(path)
+        if wire.peer_uid(sock) != os.getuid():
+            return _here(f"the standby at {path} runs as another user")
+        env = wire.command_environ(os.environ, verbose=False)
+        wire.send(sock, {"argv": argv, "cwd": os.getcwd(), "umask": _umask(),
+                         "started": started,
+                         "fingerprint": wire.fingerprint(env, wire.code_stamp()),
+                         "per_command": {k: os.environ.get(k) for k in wire.PER_COMMAND}},
+                  fds=[0, 1, 2])
+        answer, _ = wire.receive(sock)
+    except (OSError, ValueError) as exc:
+        sock.close()
+        return _here(f"no standby answers at {path} ({_reason(exc)})")
+    if answer is None or "pid" not in answer:
+        sock.close()
+        return _here(str((answer or {}).get("refused", "the standby closed the connection")))
+    return _wait(sock, int(answer["pid"]))
+
+
+def _wait(sock: socket.socket, pid: int) -> int:
+    """The gate process's exit code, once it ends; SIGINT and SIGTERM sent here go to it."""
+    def forward(signum: int, frame: Any) -> None:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
+    sock.settimeout(None)
+    try:
+        answer, _ = wire.receive(sock)
+    except (OSError, ValueError):
+        answer = None
+    finally:
+        sock.close()
+    if answer is None or not isinstance(answer.get("exit"), int):
+        sys.stderr.write(f"error: the gate process {pid} of the standby ended without an "
+                         "exit code (killed?); its run's decision says what it reached\n")
+        return EXIT_ERROR
+    return int(answer["exit"])
+
+
+def _here(why: str) -> int | None:
+    """None (the command runs in this process), having said why on stderr."""
+    sys.stderr.write(f"riskgate standby not used: {why}; the gate runs in this process\n")
+    return None
+
+
+def _umask() -> int:
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or type(exc).__name__

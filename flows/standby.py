@@ -1,0 +1,315 @@
+"""``riskgate standby``: a process that has imported what a gate needs and forks a gate
+process for each ``riskgate gate`` that asks it (see :mod:`.standby_wire` for when a command
+may; :mod:`.launch` is the command's side).
+
+A gate process started by a command spends 4.6 s of one core importing Prefect, pandas,
+scikit-learn and numba (``python -X importtime``), 2.2 s of it before its flow starts, and the
+rest beside its tables' reading, where it holds the interpreter's lock; Great Expectations'
+helper process imports for 1.7 s more. A fork of a process that did all that starts its flow
+at once, and a spare helper, started and warmed between gates, is given to it.
+
+The forked process is the command's gate process: the command's standard streams (passed
+over the socket), its folder, umask, arguments and per-command variables; it tells the command
+its exit code when it is done, and it stops (an ERROR decision, as any stopped gate) when the
+command is gone. It runs as one: nothing of it is shared with the standby after the fork, and
+the standby forks only while it runs no thread but its main one (forking a process whose
+other threads hold locks leaves them held forever in the child).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from riskcore.errors import ConfigError
+from riskcore.gate import gx_helper
+
+from . import standby_wire as wire
+
+log = logging.getLogger(__name__)
+
+#: how often the standby looks for ended gate processes while no command asks
+POLL_S = 0.5
+#: the longest a command may take to send its request once connected
+REQUEST_S = 5.0
+#: a gate process that fails before its command runs: an error (:mod:`.cli`'s exit codes)
+EXIT_ERROR = 3
+
+
+@dataclass(frozen=True)
+class Forked:
+    """In a gate process the standby forked: the command it runs for (its arguments, when it
+    started: the epoch) and how it tells the command its exit code."""
+
+    argv: list[str]
+    started: float
+    tell: Callable[[int], None]
+
+
+_FORKED: list[Forked] = []
+
+
+def forked() -> Forked | None:
+    """The command this process was forked to run, in a standby's gate process; else None."""
+    return _FORKED[0] if _FORKED else None
+
+
+def warm_families() -> None:
+    """Every family's one-off set-up (scikit-learn's import, numba's registries), in this
+    process's main thread: no other thread runs when it forks."""
+    from riskcore.measures import FAMILIES
+
+    for fam in FAMILIES:
+        if fam.start_up is not None:
+            try:
+                fam.start_up()
+            except Exception:  # the family sets itself up in the gate, and says so there
+                log.debug("start-up of %s failed in the standby", fam.name, exc_info=True)
+
+
+class Standby:
+    """The listening socket, the gate processes it forked, and the spare helper."""
+
+    def __init__(self, path: str, say: Callable[[str], None]) -> None:
+        why = wire.unsafe_folder(path)
+        if why is not None:
+            raise ConfigError(why)
+        self.path = path
+        self.say = say
+        self.pid = os.getpid()
+        self.children: set[int] = set()
+        self.spare: gx_helper.Helper | None = None
+        self.stamp = wire.fingerprint(wire.command_environ(os.environ, verbose=False),
+                                      wire.code_stamp())
+        if os.path.exists(path):  # a standby that ended without removing it, or one running
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(path)
+            except OSError:
+                os.unlink(path)
+            else:
+                probe.close()
+                raise ConfigError(f"a standby already listens at {path} (${wire.ENV}); stop "
+                                  "it first, or name another socket")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        mask = os.umask(0o177)
+        try:
+            self.sock.bind(path)
+        finally:
+            os.umask(mask)
+        self.sock.listen(16)
+
+    def serve(self) -> Forked | None:
+        """Answer commands until SIGTERM or SIGINT: None then; in a gate process it forked,
+        the command to run (the gate process returns from here)."""
+        ending: list[int] = []
+
+        def end(signum: int, frame: Any) -> None:
+            ending.append(signum)
+
+        signal.signal(signal.SIGTERM, end)
+        signal.signal(signal.SIGINT, end)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        try:
+            while not ending:
+                self._reap()
+                if not self.children and self.spare is None:
+                    self.spare = self._start_spare()
+                try:
+                    ready = select.select([self.sock], [], [], POLL_S)[0]
+                except InterruptedError:
+                    continue
+                if ready:
+                    command = self._answer()
+                    if command is not None:
+                        return command
+            return None
+        finally:
+            self.close()
+
+    def _start_spare(self) -> gx_helper.Helper | None:
+        try:
+            return gx_helper.Helper()
+        except OSError as exc:
+            self.say(f"no spare helper process ({exc}); each gate starts its own")
+            return None
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.children.discard(pid)
+
+    def _answer(self) -> Forked | None:
+        """One command's request: refused, or a gate process forked for it (which returns
+        its :class:`Forked`)."""
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return None
+        fds: list[int] = []
+        command: Forked | None = None
+        try:
+            if wire.peer_uid(conn) != os.getuid():
+                return None  # another user's process: no answer at all
+            conn.settimeout(REQUEST_S)
+            request, fds = wire.receive(conn, max_fds=3)
+            if request is None or len(fds) != 3:
+                return None
+            refused = self._refusal(request)
+            if refused:
+                wire.send(conn, {"refused": refused})
+                return None
+            command = self._fork(conn, fds, request)
+            return command
+        except (OSError, ValueError) as exc:
+            if os.getpid() != self.pid:  # a gate process that could not become one
+                os._exit(EXIT_ERROR)
+            self.say(f"a command's request could not be read ({exc})")
+            return None
+        finally:
+            if command is None:  # the gate process keeps its command's socket
+                for fd in fds:
+                    os.close(fd)
+                conn.close()
+
+    def _refusal(self, request: dict[str, Any]) -> str | None:
+        if request.get("fingerprint") != self.stamp:
+            return (f"the standby at {self.path} runs other code or another environment than "
+                    "this command (start it again from this shell)")
+        if threading.active_count() > 1:
+            return f"the standby at {self.path} runs threads and cannot fork safely"
+        if not isinstance(request.get("argv"), list) or not isinstance(request.get("cwd"), str):
+            return "a request without arguments or folder"
+        return None
+
+    def _fork(self, conn: socket.socket, fds: list[int], request: dict[str, Any]
+              ) -> Forked | None:
+        """Fork a gate process for ``request``: None here, its command there."""
+        spare, self.spare = self.spare, None
+        pidfd = -1
+        if spare is not None:
+            try:
+                pidfd = os.pidfd_open(spare.proc.pid)
+            except OSError:
+                spare.close()
+                spare = None
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            return self._become_gate(conn, fds, request, spare, pidfd)
+        self.children.add(pid)
+        self.say(f"gate process {pid} forked for a command")
+        if spare is not None:  # the gate process has it now: its pipes close with that one
+            os.close(pidfd)
+            for stream in (spare.proc.stdin, spare.proc.stdout):
+                if stream is not None:
+                    stream.close()
+        return None
+
+    def _become_gate(self, conn: socket.socket, fds: list[int], request: dict[str, Any],
+                     spare: gx_helper.Helper | None, pidfd: int) -> Forked:
+        """In the forked process: the command's standard streams, folder, umask and
+        per-command variables, the spare helper, and a watch on the command."""
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        self.sock.close()
+        self.children.clear()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        fds.clear()
+        os.chdir(request["cwd"])
+        os.umask(int(request.get("umask", 0o022)))
+        for key, value in dict(request.get("per_command") or {}).items():
+            if key in wire.PER_COMMAND:
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = str(value)
+        argv = [str(a) for a in request["argv"]]
+        sys.argv = ["riskgate", *argv]
+        sys.stdout.reconfigure(line_buffering=sys.stdout.isatty())  # type: ignore[union-attr]
+        if spare is not None:
+            gx_helper.adopt(spare, pidfd)
+        else:
+            gx_helper.start()
+        conn.settimeout(None)
+        wire.send(conn, {"pid": os.getpid()})
+        _stop_when_gone(conn)
+
+        def tell(code: int) -> None:
+            try:
+                wire.send(conn, {"exit": int(code)})
+            except OSError:
+                pass
+
+        command = Forked(argv, float(request.get("started") or time.time()), tell)
+        _FORKED[:] = [command]
+        return command
+
+    def close(self) -> None:
+        """The socket closed (and, in the standby itself, removed); the spare ended."""
+        self.sock.close()
+        if os.getpid() == self.pid:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+
+
+def _stop_when_gone(conn: socket.socket) -> None:
+    """SIGTERM this process when its command is gone (its end of the socket closed): the gate
+    stops as it would if the command itself had been stopped."""
+    watched = os.dup(conn.fileno())
+
+    def watch() -> None:
+        try:
+            while True:
+                if not os.read(watched, 1):
+                    break
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="riskgate-command-gone", daemon=True).start()
+
+
+def serve(say: Callable[[str], None], warm: Callable[[], None]) -> Forked | None:
+    """``riskgate standby``: ``warm()`` (the imports), then answer commands at
+    ``$RISKGATE_STANDBY`` until stopped (None); in a gate process it forked, the command to
+    run. A config error is raised before it listens."""
+    path = os.environ.get(wire.ENV, "").strip()
+    if not path:
+        raise ConfigError(f"${wire.ENV} is not set: set it to the socket's path (in a folder "
+                          "of yours, mode 700), here and where the gates are run")
+    t0 = time.perf_counter()
+    standby = Standby(path, say)
+    warm()
+    warm_families()
+    gc.collect()
+    gc.freeze()  # what was imported stays shared with the gate processes, page for page
+    say(f"standby ready at {path} (pid {os.getpid()}, warmed in "
+        f"{time.perf_counter() - t0:.1f} s); `riskgate gate` with ${wire.ENV} set runs here")
+    command = standby.serve()
+    if command is None:
+        say("standby stopped")
+    return command

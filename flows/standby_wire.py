@@ -1,0 +1,183 @@
+"""What ``riskgate standby`` and a command share: where its socket is, when a command may use
+it, and their messages. Standard library only: a command reads this before it imports
+anything else (:mod:`riskgate.flows.launch`).
+
+A standby is a process that has imported what a gate run needs (Prefect, pandas, the
+families' scikit-learn and numba: 4.6 s of one core's import time in each ``riskgate gate``
+process, measured with ``python -X importtime``) and forks a gate process per command that
+asks it. A forked gate is what a command would run, only if it is what the command would run:
+
+- the same code: the Python executable and riskgate's source files (their newest change) are
+  part of the stamp the two compare;
+- the same environment, every variable (Prefect reads its settings, the API's URL among them,
+  when it is imported), but those a shell sets per command (:data:`PER_COMMAND`), which the
+  command's values replace in the gate process;
+- the same user: each side reads the other's user id from the socket (``SO_PEERCRED``) and
+  talks only to its own; the socket's folder must be the user's and no one else's.
+
+Otherwise the command runs itself, as without a standby, and says why in one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import stat
+import struct
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: the variable naming the standby's socket (a path): set, ``riskgate gate`` asks it first
+ENV = "RISKGATE_STANDBY"
+#: variables a shell sets per command: not compared; the command's own go to its gate process
+PER_COMMAND = ("_", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "TERM")
+#: what every command sets before Prefect is imported (none of them sends analytics)
+ALWAYS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "GX_ANALYTICS_ENABLED": "False"}
+#: ... and without ``--verbose``: the summary tables replace Prefect's console log (the API's
+#: log, which the UI shows, is unchanged)
+QUIET = {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
+         "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL": "CRITICAL",
+         "PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL": "CRITICAL"}
+#: the longest path a Unix socket may have (Linux's sun_path, less its final NUL)
+MAX_PATH = 107
+#: the longest a message may be (a command's arguments and a few paths)
+MAX_MESSAGE = 1 << 20
+_LENGTH = struct.Struct("!I")
+
+
+def command_environ(environ: Mapping[str, str], verbose: bool) -> dict[str, str]:
+    """The environment a command runs its work in: ``environ`` with :data:`ALWAYS` (and,
+    without ``verbose``, :data:`QUIET`) where it does not set them."""
+    out = dict(environ)
+    for key, value in {**ALWAYS, **({} if verbose else QUIET)}.items():
+        out.setdefault(key, value)
+    return out
+
+
+def code_stamp() -> str:
+    """The Python executable, and the newest change and number of riskgate's source files
+    (``riskcore``, ``flows``, ``tasks``): a standby started before the code changed is not
+    the code a command would run."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    roots = [here, os.path.join(os.path.dirname(here), "tasks")]
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("riskcore")
+        if spec is not None and spec.origin:
+            roots.append(os.path.dirname(spec.origin))
+    except (ImportError, ValueError):
+        pass
+    newest, count = 0, 0
+    stack = [r for r in roots if os.path.isdir(r)]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                    stack.append(entry.path)
+                elif entry.name.endswith((".py", ".json", ".yaml", ".csv")):
+                    newest = max(newest, entry.stat().st_mtime_ns)
+                    count += 1
+    return f"{sys.executable}|{newest}|{count}"
+
+
+def fingerprint(environ: Mapping[str, str], stamp: str) -> str:
+    """A digest of the code (:func:`code_stamp`) and of ``environ`` but
+    :data:`PER_COMMAND`: equal, a standby's gate process runs what the command would."""
+    h = hashlib.sha256(stamp.encode())
+    for key in sorted(k for k in environ if k not in PER_COMMAND):
+        h.update(b"\0" + key.encode("utf-8", "surrogateescape") + b"=" +
+                 environ[key].encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def unsafe_folder(path: str) -> str | None:
+    """Why the socket at ``path`` cannot be trusted, or None: its folder must exist, be a
+    real folder (not a link), belong to this user and be closed to everyone else (a socket
+    others can reach or replace would run their commands, or answer ours)."""
+    if not os.path.isabs(path):
+        return f"${ENV}={path!r} is not an absolute path; give the socket's full path"
+    if len(os.fsencode(path)) > MAX_PATH:
+        return f"${ENV}={path!r} is too long for a Unix socket (at most {MAX_PATH} bytes); " \
+               "use a shorter path"
+    folder = os.path.dirname(path)
+    try:
+        st = os.lstat(folder)
+    except OSError as exc:
+        return f"the folder of ${ENV}, {folder}, cannot be read ({exc.strerror}); create it " \
+               "with mode 700"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"the folder of ${ENV}, {folder}, is not a folder (a link?); use a real one"
+    if st.st_uid != os.getuid():
+        return f"the folder of ${ENV}, {folder}, belongs to user {st.st_uid}, not to you " \
+               f"({os.getuid()}); use a folder of your own, mode 700"
+    if st.st_mode & 0o077:
+        return f"the folder of ${ENV}, {folder}, is open to others (mode " \
+               f"{stat.S_IMODE(st.st_mode):o}); chmod 700 it"
+    return None
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux's /proc), 0 where it cannot be read."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The user id of the process at the other end of a Unix socket (``SO_PEERCRED``)."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
+
+
+def send(sock: socket.socket, message: Mapping[str, Any], fds: Sequence[int] = ()) -> None:
+    """One message (JSON, its length first), with ``fds`` passed along (SCM_RIGHTS)."""
+    data = json.dumps(message).encode()
+    head = _LENGTH.pack(len(data))
+    if fds:
+        socket.send_fds(sock, [head], list(fds))
+        sock.sendall(data)
+    else:
+        sock.sendall(head + data)
+
+
+def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
+    """One message and the descriptors passed with it; (None, []) when the other side closed
+    the socket before a whole message."""
+    fds: list[int] = []
+    if max_fds:
+        head, fds, _flags, _addr = socket.recv_fds(sock, _LENGTH.size, max_fds)
+    else:
+        head = sock.recv(_LENGTH.size)
+    head += _read(sock, _LENGTH.size - len(head)) if head else b""
+    if len(head) < _LENGTH.size:
+        return None, fds
+    size = _LENGTH.unpack(head)[0]
+    if size > MAX_MESSAGE:
+        raise ValueError(f"a message of {size} bytes (at most {MAX_MESSAGE})")
+    data = _read(sock, size)
+    if len(data) < size:
+        return None, fds
+    message = json.loads(data)
+    if not isinstance(message, dict):
+        raise ValueError("a message that is not a JSON object")
+    return message, fds
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    chunks, got = [], 0
+    while got < size:
+        chunk = sock.recv(size - got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)

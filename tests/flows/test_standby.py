@@ -1,0 +1,222 @@
+"""``riskgate standby``: a ``riskgate gate`` with ``$RISKGATE_STANDBY`` set runs in a fork of a
+process that did a gate's imports, and is the command's own run all the same (its figures,
+verdict, output and exit code), or runs in the command's process and says why. The console
+script runs as a user runs it; the standby is a real process on a real socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from riskgate.flows import standby_wire as wire
+from tests.conftest import POLICY, ROOT
+
+pytestmark = pytest.mark.integration
+
+RISKGATE = str(Path(sys.executable).with_name("riskgate"))
+
+
+class Standby:
+    def __init__(self, env: dict[str, str], log: Path, proc: subprocess.Popen[bytes]) -> None:
+        self.env, self.log, self.proc = env, log, proc
+
+    def forked(self) -> list[int]:
+        """The gate processes it forked, from its log."""
+        return [int(line.split()[2]) for line in self.log.read_text().splitlines()
+                if line.startswith("gate process ")]
+
+
+@pytest.fixture(scope="module")
+def standby(tmp_path_factory: pytest.TempPathFactory, prefect_server) -> Iterator[Standby]:
+    """One standby for the module's tests (each reads the gate processes it forked since)."""
+    folder = tempfile.mkdtemp(prefix="rg-sb-")  # short: a socket's path is 107 bytes at most
+    env = {**prefect_server.env(), wire.ENV: os.path.join(folder, "s.sock")}
+    log = tmp_path_factory.mktemp("standby") / "standby.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([RISKGATE, "standby"], env=env, cwd=ROOT, stdout=fh,
+                                stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while "standby ready" not in log.read_text():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        yield Standby(env, log, proc)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        shutil.rmtree(folder, ignore_errors=True)
+    assert "standby stopped" in log.read_text()
+    assert not os.path.exists(env[wire.ENV])  # its socket goes with it
+
+
+def _config(tmp_path: Path, files: dict[str, Path], name: str, every: bool = True) -> Path:
+    """The example config (every family, or the equivalence classes' alone) on the suite's
+    example tables."""
+    cfg = yaml.safe_load((ROOT / "examples/gate.yaml").read_text())
+    if not every:
+        cfg["measures"] = {"k_anonymity": {}, "reid": {"threshold": 0.1}, "l_diversity": {},
+                          "t_closeness": {}}
+    cfg.update(release_id=f"standby-{name}", original=str(files["original"]),
+               released=str(files["released"]), output_url=str(tmp_path / name),
+               policy=str(ROOT / "examples/policy.yaml"))
+    cfg["generalization"] = {"age": "interval"}  # not the demo's hierarchy file
+    if not every:
+        cfg["policy"] = POLICY
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def _gate(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RISKGATE, "gate", "--config", str(config), "--json"], env=env,
+                          cwd=config.parent, capture_output=True, text=True, timeout=600)
+
+
+def _figures(outcome: dict) -> tuple[str, list]:
+    folder = Path(outcome["decision_url"]).parent
+    measures = json.loads((folder / "measures.json").read_text())["measures"]
+    return outcome["verdict"], measures
+
+
+def test_a_gate_run_by_the_standby_is_the_commands_own(tmp_path, example_files, standby):
+    here_env = {k: v for k, v in standby.env.items() if k != wire.ENV}
+    here = _gate(_config(tmp_path, example_files, "here"), here_env)
+    assert here.returncode in (0, 1, 2), here.stdout + here.stderr
+    before = standby.forked()
+    forked = _gate(_config(tmp_path, example_files, "forked"), standby.env)
+    assert forked.returncode == here.returncode, forked.stdout + forked.stderr
+    assert "standby not used" not in forked.stderr
+    assert len(standby.forked()) == len(before) + 1, standby.log.read_text()
+    a, b = json.loads(here.stdout), json.loads(forked.stdout)
+    assert b["release_id"] == "standby-forked"
+    assert _figures(a) == _figures(b)  # the same figures, verdict and seed: the same run
+    assert "gate run(s):" in forked.stderr  # its console lines reached the command's stderr
+    # the gate process is gone once the command has its exit code; no helper is left behind
+    pid = standby.forked()[-1]
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists() or \
+        Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_a_command_of_another_environment_runs_itself_and_says_why(tmp_path, example_files,
+                                                                   standby):
+    env = {**standby.env, "RISKGATE_THREADS": "1"}  # any variable the standby does not have
+    before = standby.forked()
+    done = _gate(_config(tmp_path, example_files, "other", every=False), env)
+    assert done.returncode in (0, 1, 2), done.stdout + done.stderr
+    assert "riskgate standby not used: the standby at" in done.stderr
+    assert "another environment" in done.stderr
+    assert standby.forked() == before
+    assert json.loads(done.stdout)["release_id"] == "standby-other"
+
+
+def test_sigterm_to_the_command_stops_its_gate_with_an_error_decision(tmp_path, example_files,
+                                                                     standby):
+    config = _config(tmp_path, example_files, "stopped")
+    proc = subprocess.Popen([RISKGATE, "gate", "--config", str(config)], env=standby.env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:  # the gate's own step lines, through the command's stdout
+        lines.append(line)
+        if "  encode: " in line:
+            break
+    else:
+        raise AssertionError("".join(lines))
+    proc.send_signal(signal.SIGTERM)  # to the command: it hands it to its gate process
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 3, "".join(lines) + out
+    decision = json.loads(next((tmp_path / "stopped").rglob("decision.json")).read_text())
+    if decision["verdict"] == "ERROR":
+        assert "stopped (SIGTERM" in " ".join(decision["reasons"])
+    assert standby.proc.poll() is None  # the standby serves on
+
+
+def test_a_gate_whose_command_is_killed_stops(tmp_path, example_files, standby):
+    config = _config(tmp_path, example_files, "orphan")
+    proc = subprocess.Popen([RISKGATE, "gate", "--config", str(config)], env=standby.env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "  load: " in line:
+            break
+    proc.kill()
+    proc.wait(10)
+    pid = standby.forked()[-1]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            break
+        if state == "Z":
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"gate process {pid} still runs without its command")
+    # stopped as a gate whose process was stopped: seconds of measures were left to run
+    decision = json.loads(next((tmp_path / "orphan").rglob("decision.json")).read_text())
+    assert decision["verdict"] == "ERROR", decision
+    assert "stopped (SIGTERM" in " ".join(decision["reasons"])
+
+
+def test_a_socket_folder_others_can_reach_is_refused_by_both_sides(tmp_path, example_files,
+                                                                   prefect_server):
+    folder = tempfile.mkdtemp(prefix="rg-sb-")
+    try:
+        os.chmod(folder, 0o755)
+        env = {**prefect_server.env(), wire.ENV: os.path.join(folder, "s.sock")}
+        done = subprocess.run([RISKGATE, "standby"], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 3
+        assert f"the folder of ${wire.ENV}, {folder}, is open to others (mode 755); " \
+               "chmod 700 it" in done.stderr
+        assert "Traceback" not in done.stderr
+        ran = _gate(_config(tmp_path, example_files, "open", every=False), env)
+        assert ran.returncode in (0, 1, 2), ran.stdout + ran.stderr
+        assert "riskgate standby not used: the folder of" in ran.stderr
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_fingerprint_compares_every_variable_but_the_shells_own():
+    base = {"PATH": "/usr/bin", "PREFECT_API_URL": "http://127.0.0.1:4200/api", "PWD": "/a"}
+    stamp = wire.code_stamp()
+    same = wire.fingerprint(base, stamp)
+    assert wire.fingerprint({**base, "PWD": "/b", "_": "/usr/bin/riskgate"}, stamp) == same
+    assert wire.fingerprint({**base, "PREFECT_API_URL": "http://other/api"}, stamp) != same
+    assert wire.fingerprint({**base, "AWS_PROFILE": "x"}, stamp) != same
+    assert wire.fingerprint(base, stamp + "x") != same  # other code
+    quiet = wire.command_environ({}, verbose=False)
+    assert quiet["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] == "CRITICAL"
+    assert "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL" not in wire.command_environ({}, True)
+    assert wire.command_environ({"GX_ANALYTICS_ENABLED": "True"}, False)[
+        "GX_ANALYTICS_ENABLED"] == "True"  # what the user set wins
+
+
+def test_an_unsafe_socket_path_is_named(tmp_path):
+    assert "not an absolute path" in str(wire.unsafe_folder("s.sock"))
+    assert "cannot be read" in str(wire.unsafe_folder(str(tmp_path / "none" / "s.sock")))
+    link = tmp_path / "link"
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link.symlink_to(real)
+    assert "not a folder (a link?)" in str(wire.unsafe_folder(str(link / "s.sock")))
+    assert wire.unsafe_folder(str(real / "s.sock")) is None
+    assert "too long" in str(wire.unsafe_folder(str(real / ("s" * 120))))

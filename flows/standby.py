@@ -251,9 +251,14 @@ class Standby:
             gx_helper.start()
         conn.settimeout(None)
         wire.send(conn, {"pid": os.getpid()})
-        _stop_when_gone(conn)
+        leaving = _stop_when_gone(conn)
 
         def tell(code: int) -> None:
+            # everything is written: the command, once told, closes its end, which must not
+            # stop this process on its way out (seen: the SIGTERM's traceback, after the
+            # exit code, on the command's stderr)
+            leaving.set()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             try:
                 wire.send(conn, {"exit": int(code)})
             except OSError:
@@ -276,21 +281,24 @@ class Standby:
             self.spare = None
 
 
-def _stop_when_gone(conn: socket.socket) -> None:
-    """SIGTERM this process when its command is gone (its end of the socket closed): the gate
-    stops as it would if the command itself had been stopped."""
+def _stop_when_gone(conn: socket.socket) -> threading.Event:
+    """SIGTERM this process when its command is gone (its end of the socket closed) before
+    the returned event is set (the process is telling it its exit code): the gate stops as it
+    would if the command itself had been stopped."""
     watched = os.dup(conn.fileno())
+    leaving = threading.Event()
 
     def watch() -> None:
         try:
-            while True:
-                if not os.read(watched, 1):
-                    break
+            while os.read(watched, 1):
+                pass
         except OSError:
             pass
-        os.kill(os.getpid(), signal.SIGTERM)
+        if not leaving.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="riskgate-command-gone", daemon=True).start()
+    return leaving
 
 
 def serve(say: Callable[[str], None], warm: Callable[[], None]) -> Forked | None:

@@ -103,6 +103,10 @@ def test_a_gate_run_by_the_standby_is_the_commands_own(tmp_path, example_files, 
     assert b["release_id"] == "standby-forked"
     assert _figures(a) == _figures(b)  # the same figures, verdict and seed: the same run
     assert "gate run(s):" in forked.stderr  # its console lines reached the command's stderr
+    # nothing after its exit code (the command closing its end once told never stops the gate
+    # process on its way out: seen, a SIGTERM traceback on the command's stderr)
+    assert "Traceback" not in forked.stderr and forked.stderr.rstrip().endswith(
+        "since the command started")
     # the gate process is gone once the command has its exit code; no helper is left behind
     pid = standby.forked()[-1]
     deadline = time.monotonic() + 10

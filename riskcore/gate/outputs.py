@@ -10,6 +10,7 @@ import json
 import platform
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,13 @@ def records_parquet(results: Mapping[str, MeasureResult]) -> dict[str, bytes]:
 
 
 def versions() -> dict[str, str]:
+    """The versions of Python and of the packages a decision records: those of this process,
+    read once (their metadata is searched on disk: 0.1 s)."""
+    return dict(_versions())
+
+
+@cache
+def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"python": platform.python_version()}

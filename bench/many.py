@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import yaml
 
+from bench.around import start_standby
 from bench.common import OUT, print_table
 
 KEYS = ["PUMA", "AGEP", "SEX", "MSP", "RAC1P", "HISP"]
@@ -75,14 +77,33 @@ def main() -> None:
         done = subprocess.run([exe, "gate", "--config", *map(str, configs)], env=env,
                               capture_output=True)
         together = time.perf_counter() - t0
+        # one by one again, each forked by a standby started beforehand (bench/around.py)
+        folder = tempfile.mkdtemp(prefix="rg-bench-")
+        sock = os.path.join(folder, "s.sock")
+        os.environ["PREFECT_API_URL"] = api
+        standby = start_standby(sock, OUT / "many" / "standby.log")
+        load_sb = os.getloadavg()[0]
+        try:
+            t0 = time.perf_counter()
+            sb_codes = [subprocess.run([exe, "gate", "--config", str(c)],
+                                       env={**env, "RISKGATE_STANDBY": sock},
+                                       capture_output=True).returncode for c in configs]
+            forked = time.perf_counter() - t0
+        finally:
+            standby.terminate()
+            standby.wait(30)
     rows.append([str(len(configs)), f"{apart:.1f}", f"{apart / len(configs):.2f}",
                  f"{together:.1f}", f"{together / len(configs):.2f}",
-                 f"{apart / together:.2f}x", f"{sorted(set(codes))} / {done.returncode}",
-                 f"{load:.2f} / {load_all:.2f}"])
+                 f"{apart / together:.2f}x", f"{forked:.1f}", f"{forked / len(configs):.2f}",
+                 f"{apart / forked:.2f}x",
+                 f"{sorted(set(codes))} / {done.returncode} / {sorted(set(sb_codes))}",
+                 f"{load:.2f} / {load_all:.2f} / {load_sb:.2f}"])
     print_table("releases of one survey (national2019, every family): one process each "
-                "against one call for all (target: at least 1.5x)",
+                "against one call for all (target: at least 1.5x), and one by one through "
+                "riskgate standby",
                 ["releases", "one by one s", "per release", "one call s", "per release",
-                 "speed-up", "exit codes", "load"], rows)
+                 "speed-up", "standby, one by one s", "per release", "speed-up",
+                 "exit codes", "load"], rows)
 
 
 if __name__ == "__main__":

@@ -58,9 +58,9 @@ def command_environ(environ: Mapping[str, str], verbose: bool) -> dict[str, str]
 
 
 def code_stamp() -> str:
-    """The Python executable, and the newest change and number of riskgate's source files
-    (``riskcore``, ``flows``, ``tasks``): a standby started before the code changed is not
-    the code a command would run."""
+    """The Python executable, and each of riskgate's source files (``riskcore``, ``flows``,
+    ``tasks``: path, size, last change): a standby started before the code changed is not the
+    code a command would run."""
     here = os.path.dirname(os.path.abspath(__file__))
     roots = [here, os.path.join(os.path.dirname(here), "tasks")]
     try:
@@ -71,17 +71,20 @@ def code_stamp() -> str:
             roots.append(os.path.dirname(spec.origin))
     except (ImportError, ValueError):
         pass
-    newest, count = 0, 0
+    h = hashlib.sha256(sys.executable.encode())
     stack = [r for r in roots if os.path.isdir(r)]
+    seen: list[tuple[str, int, int]] = []
     while stack:
         with os.scandir(stack.pop()) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
                     stack.append(entry.path)
                 elif entry.name.endswith((".py", ".json", ".yaml", ".csv")):
-                    newest = max(newest, entry.stat().st_mtime_ns)
-                    count += 1
-    return f"{sys.executable}|{newest}|{count}"
+                    st = entry.stat()
+                    seen.append((entry.path, st.st_size, st.st_mtime_ns))
+    for path, size, mtime in sorted(seen):
+        h.update(f"{path}|{size}|{mtime}\0".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
 
 
 def fingerprint(environ: Mapping[str, str], stamp: str) -> str:

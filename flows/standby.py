@@ -33,7 +33,6 @@ from typing import Any
 
 from riskcore.errors import ConfigError
 from riskcore.gate import gx_helper
-from riskcore.gate.run import IN_HELPER
 
 from . import standby_wire as wire
 
@@ -139,10 +138,8 @@ class Standby:
             self.close()
 
     def _start_spare(self) -> gx_helper.Helper | None:
-        """A helper for the next gate, warmed now: Great Expectations imported, and the
-        families that run in the helper (the ALC: scikit-learn's import) set up."""
         try:
-            return gx_helper.Helper(families=IN_HELPER)
+            return gx_helper.Helper()
         except OSError as exc:
             self.say(f"no spare helper process ({exc}); each gate starts its own")
             return None

@@ -91,21 +91,18 @@ def _receive(stream: IO[bytes]) -> Any:
 class Helper:
     """One helper process and the lock that keeps its requests one at a time."""
 
-    def __init__(self, families: Sequence[str] = ()) -> None:
-        """Start the helper; ``families``: set them up as soon as its start-up ends (a spare
-        helper, warmed before any gate asks: ``riskgate.flows.standby``)."""
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._log = tempfile.TemporaryFile(prefix="riskgate-gx-helper-")  # noqa: SIM115
         #: when the helper's start-up (GX's import and first validation) ended, once it said
         self._ready_at: float | None = None
         #: the families set up in it (:meth:`start_families`)
-        self._families: set[str] = set(families)
+        self._families: set[str] = set()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "riskcore.gate.gx_helper"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._log, start_new_session=True,
             env={**os.environ, "GX_ANALYTICS_ENABLED": "False",
-                 "RISKGATE_HELPER_PARENT": str(os.getpid()),
-                 _FAMILIES_ENV: ",".join(families)})
+                 "RISKGATE_HELPER_PARENT": str(os.getpid())})
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -252,8 +249,6 @@ def adopt(helper: Helper, pidfd: int) -> None:
 
 _LOCK = threading.Lock()
 _HELPER: list[Helper] = []
-#: the families a helper sets up as soon as its start-up ends (:class:`Helper`'s ``families``)
-_FAMILIES_ENV = "RISKGATE_HELPER_FAMILIES"
 
 
 def start() -> None:
@@ -370,11 +365,6 @@ def _serve() -> None:
     from riskcore.anatomy import read_release  # the diff's modules, while the parent loads
 
     starting: list[Any] = []  # the families' set-ups asked for (each in its thread)
-    early = [n for n in os.environ.get(_FAMILIES_ENV, "").split(",") if n]
-    if early:  # a spare helper: its families set up before any gate asks
-        from riskcore.measures import start_up
-
-        starting.append(start_up(early))
     while True:
         try:
             kind, payload = _receive(requests)

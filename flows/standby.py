@@ -193,8 +193,14 @@ class Standby:
                     "this command (start it again from this shell)")
         if threading.active_count() > 1:
             return f"the standby at {self.path} runs threads and cannot fork safely"
-        if not isinstance(request.get("argv"), list) or not isinstance(request.get("cwd"), str):
-            return "a request without arguments or folder"
+        argv, cwd = request.get("argv"), request.get("cwd")
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or \
+                not isinstance(cwd, str) or not isinstance(request.get("umask", 0), int) or \
+                not isinstance(request.get("started", 0.0), (int, float)) or \
+                not isinstance(request.get("per_command") or {}, dict):
+            return "a request that is not a command's (its arguments, folder, umask)"
+        if argv[:1] != ["gate"]:
+            return "a standby runs `riskgate gate` alone"
         return None
 
     def _fork(self, conn: socket.socket, fds: list[int], request: dict[str, Any]
@@ -212,7 +218,10 @@ class Standby:
             stream.flush()
         pid = os.fork()
         if pid == 0:
-            return self._become_gate(conn, fds, request, spare, pidfd)
+            try:
+                return self._become_gate(conn, fds, request, spare, pidfd)
+            except BaseException:  # the command, told nothing, runs itself (its folder gone?)
+                os._exit(EXIT_ERROR)
         self.children.add(pid)
         self.say(f"gate process {pid} forked for a command")
         if spare is not None:  # the gate process has it now: its pipes close with that one

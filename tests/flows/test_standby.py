@@ -128,6 +128,26 @@ def test_a_command_of_another_environment_runs_itself_and_says_why(tmp_path, exa
     assert json.loads(done.stdout)["release_id"] == "standby-other"
 
 
+def test_the_standby_forks_for_gates_alone(standby):
+    """A request of the right user, code and environment for another command, or not shaped
+    as a command's, is refused, and nothing is forked."""
+    import socket
+
+    env = wire.command_environ(standby.env, verbose=False)
+    request = {"argv": ["init", "--out", "x"], "cwd": "/", "umask": 0o22, "started": 0.0,
+               "fingerprint": wire.fingerprint(env, wire.code_stamp()), "per_command": {}}
+    before = standby.forked()
+    for ask, why in ((request, "runs `riskgate gate` alone"),
+                     ({**request, "argv": "gate"}, "not a command's")):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(30)
+            sock.connect(standby.env[wire.ENV])
+            wire.send(sock, ask, fds=[0, 1, 2])
+            answer, _ = wire.receive(sock)
+        assert answer is not None and why in answer["refused"], answer
+    assert standby.forked() == before
+
+
 def test_sigterm_to_the_command_stops_its_gate_with_an_error_decision(tmp_path, example_files,
                                                                      standby):
     config = _config(tmp_path, example_files, "stopped")

@@ -81,7 +81,7 @@ def _wait(sock: socket.socket, pid: int) -> int:
         sock.close()
     if answer is None or not isinstance(answer.get("exit"), int):
         sys.stderr.write(f"error: the gate process {pid} of the standby ended without an "
-                         "exit code (killed?); its run's decision says what it reached\n")
+                         "exit code (killed?), so its run may have no verdict; run it again\n")
         return EXIT_ERROR
     return int(answer["exit"])
 

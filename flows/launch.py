@@ -45,6 +45,7 @@ def in_standby(argv: list[str]) -> int | None:
         sock.settimeout(ANSWER_S)
         sock.connect(path)
         if wire.peer_uid(sock) != os.getuid():
+            sock.close()
             return _here(f"the standby at {path} runs as another user")
         env = wire.command_environ(os.environ, verbose=False)
         wire.send(sock, {"argv": argv, "cwd": os.getcwd(), "umask": _umask(),

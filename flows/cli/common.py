@@ -45,6 +45,7 @@ def reset_consoles() -> None:
         made = _console(stderr=stderr)
         target.__dict__.update(made.__dict__)
 
+
 #: environment variable with JSON fsspec options for every URL the CLI reads (no secrets)
 STORAGE_ENV = riskcore_storage.STORAGE_ENV
 

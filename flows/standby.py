@@ -19,7 +19,6 @@ other threads hold locks leaves them held forever in the child).
 from __future__ import annotations
 
 import gc
-import logging
 import os
 import select
 import signal
@@ -35,8 +34,6 @@ from riskcore.errors import ConfigError
 from riskcore.gate import gx_helper
 
 from . import standby_wire as wire
-
-log = logging.getLogger(__name__)
 
 #: how often the standby looks for ended gate processes while no command asks
 POLL_S = 0.5
@@ -67,14 +64,9 @@ def forked() -> Forked | None:
 def warm_families() -> None:
     """Every family's one-off set-up (scikit-learn's import, numba's registries), in this
     process's main thread: no other thread runs when it forks."""
-    from riskcore.measures import FAMILIES
+    from riskcore.measures import BY_NAME, set_up
 
-    for fam in FAMILIES:
-        if fam.start_up is not None:
-            try:
-                fam.start_up()
-            except Exception:  # the family sets itself up in the gate, and says so there
-                log.debug("start-up of %s failed in the standby", fam.name, exc_info=True)
+    set_up(BY_NAME)
 
 
 class Standby:

@@ -133,6 +133,22 @@ def worse_reading(numbers: MeasureResult, codes: MeasureResult, split: Sequence[
                    warnings=(*base.warnings, note))
 
 
+def set_up(names: Iterable[str], cancelled: threading.Event | None = None) -> None:
+    """The families' one-off set-up (:attr:`MeasureFamily.start_up`) in the calling thread,
+    in the given order, until ``cancelled`` is set; a set-up that fails is only logged (the
+    family sets itself up again when it runs, and reports its own error)."""
+    for name in names:
+        if cancelled is not None and cancelled.is_set():
+            return
+        fam = BY_NAME.get(name)
+        if fam is None or fam.start_up is None:
+            continue
+        try:
+            fam.start_up()
+        except Exception:
+            logging.getLogger(__name__).debug("start-up of %s failed", name, exc_info=True)
+
+
 class StartUp:
     """The one-off set-up of the families ``names`` (:attr:`MeasureFamily.start_up`), begun
     in a thread: a gate runs it while its tables load and its checks run, and its families
@@ -148,16 +164,7 @@ class StartUp:
         self._work = Beside(partial(self._run, longest_first(names)), name="riskgate-start-up")
 
     def _run(self, names: list[str]) -> None:
-        for name in names:
-            if self._cancelled.is_set():
-                return
-            fam = BY_NAME.get(name)
-            if fam is None or fam.start_up is None:
-                continue
-            try:
-                fam.start_up()
-            except Exception:
-                logging.getLogger(__name__).debug("start-up of %s failed", name, exc_info=True)
+        set_up(names, self._cancelled)
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -201,4 +208,4 @@ def start_up(names: Collection[str]) -> StartUp:
 
 
 __all__ = ["BY_NAME", "FAMILIES", "SECTIONS", "MeasureFamily", "MeasureInputs", "Params",
-           "StartUp", "family", "longest_first", "run_measure", "start_up"]
+           "StartUp", "family", "longest_first", "run_measure", "set_up", "start_up"]

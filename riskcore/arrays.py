@@ -13,8 +13,15 @@ import numpy as np
 
 def unique(values: np.ndarray) -> np.ndarray:
     """The sorted distinct values of ``values`` (flattened), as ``np.unique(values)`` gives
-    them; integers and booleans by one sort and a comparison of neighbours."""
+    them; integers and booleans by one sort and a comparison of neighbours, floats that repeat
+    few distinct values (:func:`_repeats`) by a hash pass and a sort of the distinct ones."""
     a = np.asarray(values).ravel()
+    if a.dtype.kind == "f" and _repeats(a):  # few distinct numbers: hashed, then sorted
+        import pandas as pd
+
+        distinct = pd.unique(a + 0.0)  # -0.0 is 0.0, as numpy's sort compares them
+        if not np.isnan(distinct).any():  # (numpy keeps one NaN, last; leave it to numpy)
+            return np.sort(distinct)
     if a.dtype.kind not in "iub" or a.size < 2:
         return np.unique(a)
     s = np.sort(a)

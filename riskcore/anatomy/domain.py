@@ -34,7 +34,7 @@ import pandas as pd
 
 from ..alignment import map_intervals, map_mask, text_labels
 from ..arrays import unique, unique_inverse
-from ..data import distinct, looks_numeric, number_series, used_values
+from ..data import arrow_numbers, distinct, looks_numeric, number_series, used_values
 from ..generalization import parse_interval
 from .reading import found_markers
 
@@ -138,6 +138,37 @@ def _numbers_coded(numbers: Mapping[str, np.ndarray]
     return out, values
 
 
+def _distinct_numbers_coded(columns: Mapping[str, pd.Series]
+                            ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """:func:`_numbers_coded` of text columns, from each column's distinct values: the values
+    its rows use are parsed, and only they are sorted (an identifier of 500,000 distinct
+    numbers over a million rows: a sort of the distinct numbers, not of every row's), then
+    spread back to the rows through the column's codes. The same codes and numbers."""
+    used: dict[str, tuple[np.ndarray, int, np.ndarray, np.ndarray]] = {}
+    for t, s in columns.items():
+        codes, uniques = distinct(s)
+        shifted = codes.astype(np.intp)  # missing (-1) counted in slot 0
+        shifted += 1
+        present = np.flatnonzero(np.bincount(shifted, minlength=len(uniques) + 1)[1:])
+        shown = uniques.take(present)
+        numbers = arrow_numbers(shown)  # distinct already: parsed as they are, in Arrow
+        if numbers is None:
+            numbers = number_series(pd.Series(shown)).to_numpy(dtype=float)
+        used[t] = (codes, len(uniques), present, numbers)
+    joint = np.concatenate([u[3] for u in used.values()])
+    finite = np.isfinite(joint)
+    values, inverse = unique_inverse(joint[finite])
+    coded = np.full(joint.size, MISSING, dtype=np.int64)
+    coded[finite] = inverse
+    out, start = {}, 0
+    for t, (codes, size, present, numbers) in used.items():
+        lookup = np.full(size + 1, MISSING, dtype=np.int64)  # the last slot: missing (-1)
+        lookup[present] = coded[start:start + numbers.size]
+        start += numbers.size
+        out[t] = lookup[codes]
+    return out, values
+
+
 def _number_labels(name: str, others: Mapping[str, pd.Series], shown_rel: pd.Series,
                    wild: np.ndarray | None, wild_share: float, found: tuple[str, ...]
                    ) -> ColumnDomain:
@@ -145,9 +176,12 @@ def _number_labels(name: str, others: Mapping[str, pd.Series], shown_rel: pd.Ser
     number (``01``, ``1`` and ``1.0`` are one), compared equal or not, never near; the
     original's labels kept, else other labels, learned from linked rows as text labels are.
     ``wild``: the released cells suppressed."""
-    numbers = {t: number_series(s).to_numpy(dtype=float) for t, s in others.items()}
-    numbers["released"] = number_series(shown_rel).to_numpy(dtype=float)
-    codes, values = _numbers_coded(numbers)
+    columns = {**others, "released": shown_rel}
+    if all(isinstance(s.dtype, pd.CategoricalDtype) for s in columns.values()):
+        codes, values = _distinct_numbers_coded(columns)
+    else:
+        codes, values = _numbers_coded({t: number_series(s).to_numpy(dtype=float)
+                                        for t, s in columns.items()})
     if wild is not None:
         codes["released"] = np.where(wild, WILD, codes["released"])
     kept = _kept_share(codes)
@@ -167,7 +201,7 @@ def _rounding(x_o: np.ndarray, x_r: np.ndarray) -> float | None:
     o = x_o[np.isfinite(x_o)]
     if r.size < 2 or o.size == 0:
         return None
-    sample = np.unique(o)
+    sample = unique(o)
     for unit in UNITS:
         if _multiple_of(r, unit).all() and _multiple_of(sample, unit).mean() < 0.8:
             return unit

@@ -169,7 +169,7 @@ def _tolerances(numbers: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]
         x = x[np.isfinite(x)]
         if x.size < 2:
             continue
-        values = np.unique(x)
+        values = unique(x)
         step = float(np.min(np.diff(values))) if values.size > 1 else 0.0
         spread = float(np.subtract(*np.quantile(x, [0.9, 0.1])))
         tolerance[k] = max(step, 0.02 * spread)

@@ -521,14 +521,16 @@ def _stage(query: Matrix, original: Matrix, w: Weights, rows: np.ndarray, fuzzy:
 
 
 def _identical(query: Matrix, original: Matrix, spans: Sequence[tuple[int, int, bool]],
-               lead: int) -> tuple[np.ndarray, np.ndarray]:
+               lead: int, self_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Query rows identical to original rows on every column (none missing or suppressed),
     each paired with a different one of them: a block of identical rows is matched row for
     row (rows alike are interchangeable), so that no greedy round leaves one of them without
     its copy. ``spans``: the query's parts (start, stop, excluding self), each paired on its
     own; one excluding self is the original's rows, each paired with the next identical row
-    (a row with no twin is not paired). The original's keys are read once for every part,
-    over the rows that hold a query row's code in the column ``lead`` (:class:`_Subsets`)."""
+    (a row with no twin is not paired; never with itself, ``self_of``: a sample of the
+    original's rows is not every row of a block). The original's keys are read once for
+    every part, over the rows that hold a query row's code in the column ``lead``
+    (:class:`_Subsets`)."""
     m = query.codes.shape[1]
     if m == 0 or query.codes.shape[0] == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -558,6 +560,10 @@ def _identical(query: Matrix, original: Matrix, spans: Sequence[tuple[int, int, 
         if exclude_self:  # the next one of the block (the query rows are original rows here)
             good = size >= 2
             pick = lo + (rank + 1) % np.maximum(size, 1)
+            # a sampled row may be that next one itself (its block's rows before it not in
+            # the sample): the one after it is another row (the block holds two or more)
+            own = good & (order_o[np.minimum(pick, order_o.size - 1)] == self_of[order_q])
+            pick[own] = lo[own] + (rank[own] + 2) % size[own]
         else:
             good = rank < size
             pick = lo + rank
@@ -577,6 +583,20 @@ class Query:
     matrix: Matrix
     rows: np.ndarray | None = None
     exclude_self: bool = False
+    #: per linked row, the codes of these columns taken from another row (``donors``): an
+    #: identifier's value is no one's in an independent sample of the same people, yet it
+    #: may be someone's when both tables number their rows alike (``P000001``)
+    redrawn: tuple[int, ...] = ()
+    donors: np.ndarray | None = None
+
+    def codes(self, rows: np.ndarray) -> np.ndarray:
+        """The codes of the rows linked (``rows``), the :attr:`redrawn` columns from the
+        donors."""
+        codes = self.matrix.codes[rows]
+        if self.redrawn and self.donors is not None:
+            for j in self.redrawn:
+                codes[:, j] = self.matrix.codes[self.donors, j]
+        return codes
 
 
 def _stacked(parts: Sequence[np.ndarray], dtype: type, width: int) -> np.ndarray:
@@ -604,7 +624,7 @@ def link_each(queries: Sequence[Query], original: Matrix, w: Weights,
     rows_of = [np.arange(q.matrix.codes.shape[0]) if q.rows is None
                else np.asarray(q.rows, dtype=np.int64) for q in queries]
     m, k = original.codes.shape[1], original.numbers.shape[1]
-    stacked = Matrix(_stacked([q.matrix.codes[r] for q, r in zip(queries, rows_of)], np.int64, m),
+    stacked = Matrix(_stacked([q.codes(r) for q, r in zip(queries, rows_of)], np.int64, m),
                      _stacked([q.matrix.numbers[r] for q, r in zip(queries, rows_of)],
                               np.float64, k))
     ends = np.cumsum([r.size for r in rows_of])
@@ -616,7 +636,7 @@ def link_each(queries: Sequence[Query], original: Matrix, w: Weights,
                               for q, r in zip(queries, rows_of)] or [np.empty(0, np.int64)])
     n = stacked.codes.shape[0]
     lead = int(np.argmin(w.collision)) if w.collision.size else 0  # the most selective
-    twin_q, twin_o = _identical(stacked, original, spans, lead)
+    twin_q, twin_o = _identical(stacked, original, spans, lead, self_of)
     paired = np.zeros(n, dtype=bool)
     paired[twin_q] = True
     rest = np.flatnonzero(~paired)

@@ -337,3 +337,22 @@ def test_rows_numbered_alike_in_both_tables_are_not_records(real_share):
     else:
         assert result.kind == "mixed", result.evidence
         assert abs(result.linked_share - real_share) <= 0.05, result.linked_share
+
+
+def test_a_sampled_row_of_the_original_never_links_to_itself():
+    """Chance's rows are a sample of the original's, each kept from its own match: in a block
+    of identical rows whose earlier rows are not in the sample, the row's "next identical
+    row" was once itself (a self-link counted as chance)."""
+    from riskcore.anatomy.domain import column_domain
+    from riskcore.anatomy.linkage import Query, link_each, matrices, weights
+
+    table = pd.DataFrame({"a": ["x", "x", "x", "y", "z", "y"], "b": ["1", "1", "1", "2", "3", "4"]})
+    doms = [column_domain(c, {"original": table[c].astype("category"),
+                              "released": table[c].astype("category")}) for c in table]
+    original = matrices(doms, "original")
+    w = weights(doms, original)
+    for sample in ([1], [2], [1, 2], [0, 2]):
+        links = link_each([Query(original, np.array(sample), exclude_self=True)], original, w)[0]
+        linked = links.original_row[np.array(sample)]
+        assert (linked != np.array(sample)).all(), (sample, linked)
+        assert (linked >= 0).all() and (links.quality[np.array(sample)] == 1.0).all()

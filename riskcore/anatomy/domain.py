@@ -243,8 +243,9 @@ def column_domain(name: str, columns: Mapping[str, pd.Series],
     rel = texts["released"]
     # the labels the release's rows show (a sample's column keeps the whole table's
     # categories), listed by pandas, not one Python string at a time
-    labels = used_values(rel).astype(str).tolist()
-    tokens = [v for v in labels if v in TOKENS]
+    labels = pd.Series(used_values(rel).astype(str), dtype="str")
+    token = labels.isin(TOKENS).to_numpy(dtype=bool)
+    tokens = labels[token].tolist()
     shown_rel = rel.cat.remove_categories(tokens) if tokens else rel
     others = {t: s for t, s in texts.items() if t != "released"}
     ori = others["original"]
@@ -281,20 +282,20 @@ def column_domain(name: str, columns: Mapping[str, pd.Series],
             codes["released"] = np.where(rel.isin(tokens).to_numpy(), WILD, codes["released"])
         kept = _kept_share(codes)
         return ColumnDomain(name, how, codes, numbers, kept, wild_share, detail, found)
-    shown = [v for v in labels if v not in tokens]
+    shown = labels[~token]
     mapped: dict[str, pd.Series] = {}
     how = "kept"
     ori_numeric = looks_numeric(ori) and ori.notna().any()
-    intervals = [v for v in shown if parse_interval(v) is not None]
-    if ori_numeric and shown and len(intervals) >= 0.9 * len(shown):
+    intervals = _intervals(shown) if ori_numeric else []
+    if intervals and len(intervals) >= 0.9 * len(shown):
         mapped = {t: map_intervals(s, intervals) for t, s in others.items()}
         widths = [iv.width for v in intervals if (iv := parse_interval(v)) is not None
                   and math.isfinite(iv.width)]
         how = "interval"
         detail = {"labels": len(intervals),
                   "width": float(np.median(widths)) + 1 if widths else None}
-    elif shown and sum(v.endswith("*") for v in shown) >= 0.5 * len(shown):
-        mapped = {t: map_mask(s, shown, "*") for t, s in others.items()}
+    elif len(shown) and shown.str.endswith("*").sum() >= 0.5 * len(shown):
+        mapped = {t: map_mask(s, shown.tolist(), "*") for t, s in others.items()}
         how = "mask"
         detail = {"labels": len(shown)}
     else:
@@ -305,6 +306,23 @@ def column_domain(name: str, columns: Mapping[str, pd.Series],
     if how == "kept" and kept < KEPT:
         how = "labels"
     return ColumnDomain(name, how, codes, None, kept, wild_share, detail, found, union)
+
+
+#: released labels looked at first for intervals (evenly spaced): most of them must be
+INTERVAL_PROBE = 1000
+
+
+def _intervals(labels: pd.Series) -> list[str]:
+    """The labels that read as intervals (``30-34``, ``[30, 35)``, ``80+``), or none when
+    fewer than 80 % of an evenly spaced probe of them do (a generalization's labels are
+    intervals nearly all; an identifier's million labels are not parsed one by one)."""
+    values = labels.tolist() if len(labels) <= INTERVAL_PROBE else None
+    if values is None:
+        probe = labels.iloc[np.linspace(0, len(labels) - 1, INTERVAL_PROBE).astype(int)]
+        if sum(parse_interval(v) is not None for v in probe) < 0.8 * INTERVAL_PROBE:
+            return []
+        values = labels.tolist()
+    return [v for v in values if parse_interval(v) is not None]
 
 
 def _kept_share(codes: Mapping[str, np.ndarray]) -> float:

@@ -120,6 +120,10 @@ def test_an_unsigned_first_release_is_refused_when_a_key_is_required(files, tmp_
     from riskcore.signing import keygen
 
     _, pub = keygen(tmp_path / "keys")
+    # its own first release, signed under the gate's key (not the one required): the test
+    # stands alone, whatever ran before it
+    assert _run(files, "first", FIRST, {"k_anonymity": {}}, ["k_anonymity.k >= 1"],
+                "q4-first").verdict == "APPROVED"
     outcome = _run(files, "second", {"region": {"hierarchy": str(files["region_hierarchy"])}},
                    {"composition": {"lineage": ["survey"], "public_key": str(pub)}},
                    ["composition.pvp_1 <= 0.01"], "q4")

@@ -223,10 +223,14 @@ def used_values(series: pd.Series) -> pd.Index:
     """The distinct non-missing values that occur in a column, in the column's own type (a
     Categorical's unused categories left out)."""
     codes, uniques = distinct(series)
+    return uniques.take(used_codes(codes, len(uniques)))
+
+
+def used_codes(codes: np.ndarray, size: int) -> np.ndarray:
+    """The codes in [0, ``size``) that occur in ``codes`` (-1: missing), in order."""
     shifted = codes.astype(np.intp)  # missing (-1) counted in slot 0: no masked copy
     shifted += 1
-    used = np.flatnonzero(np.bincount(shifted, minlength=len(uniques) + 1)[1:])
-    return uniques.take(used)
+    return np.flatnonzero(np.bincount(shifted, minlength=size + 1)[1:])
 
 
 def plain_digits(values: Any) -> bool:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from ..alignment import map_intervals, map_mask, text_labels
 from ..arrays import unique, unique_inverse
-from ..data import arrow_numbers, distinct, looks_numeric, number_series, used_values
+from ..data import arrow_numbers, distinct, looks_numeric, number_series, used_codes, used_values
 from ..generalization import parse_interval
 from .reading import found_markers
 
@@ -147,9 +147,7 @@ def _distinct_numbers_coded(columns: Mapping[str, pd.Series]
     used: dict[str, tuple[np.ndarray, int, np.ndarray, np.ndarray]] = {}
     for t, s in columns.items():
         codes, uniques = distinct(s)
-        shifted = codes.astype(np.intp)  # missing (-1) counted in slot 0
-        shifted += 1
-        present = np.flatnonzero(np.bincount(shifted, minlength=len(uniques) + 1)[1:])
+        present = used_codes(codes, len(uniques))
         shown = uniques.take(present)
         numbers = arrow_numbers(shown)  # distinct already: parsed as they are, in Arrow
         if numbers is None:
@@ -316,13 +314,11 @@ def _intervals(labels: pd.Series) -> list[str]:
     """The labels that read as intervals (``30-34``, ``[30, 35)``, ``80+``), or none when
     fewer than 80 % of an evenly spaced probe of them do (a generalization's labels are
     intervals nearly all; an identifier's million labels are not parsed one by one)."""
-    values = labels.tolist() if len(labels) <= INTERVAL_PROBE else None
-    if values is None:
+    if len(labels) > INTERVAL_PROBE:
         probe = labels.iloc[np.linspace(0, len(labels) - 1, INTERVAL_PROBE).astype(int)]
         if sum(parse_interval(v) is not None for v in probe) < 0.8 * INTERVAL_PROBE:
             return []
-        values = labels.tolist()
-    return [v for v in values if parse_interval(v) is not None]
+    return [v for v in labels.tolist() if parse_interval(v) is not None]
 
 
 def _kept_share(codes: Mapping[str, np.ndarray]) -> float:

@@ -439,7 +439,29 @@ KEEP = 6
 
 def _best(q: np.ndarray, o: np.ndarray, s: np.ndarray
           ) -> np.ndarray:
-    """The indices of each query row's :data:`KEEP` best pairs."""
+    """The indices of each query row's :data:`KEEP` best pairs, by query row, best first
+    (equal scores in the pairs' order): ``np.lexsort((-s, q))`` cut at :data:`KEEP` a row.
+
+    The candidates come sorted by query row; each row's best is then taken in :data:`KEEP`
+    rounds over the row blocks (a block's highest score, its first pair holding it), with no
+    sort of the pairs: a synthetic release's rows have up to 60 candidates each, and the sort
+    of 2.7 million pairs was a fifth of the diff of 100,000 rows (0.55 s; the rounds 0.12)."""
+    n = q.size
+    if n and bool(np.all(q[1:] >= q[:-1])) and not bool(np.isnan(s).any()):
+        starts = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
+        block = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, n]))
+        alive = np.ones(n, dtype=bool)
+        picks = np.full((starts.size, KEEP), -1, dtype=np.int64)
+        for r in range(KEEP):
+            top = np.maximum.reduceat(np.where(alive, s, -np.inf), starts)
+            at = np.flatnonzero(alive & (s == top[block]))
+            if at.size == 0:
+                break
+            first = at[np.r_[True, block[at][1:] != block[at][:-1]]]
+            picks[block[first], r] = first
+            alive[first] = False
+        kept = picks.ravel()
+        return kept[kept >= 0]
     order = np.lexsort((-s, q))
     qs = q[order]
     start = np.r_[0, np.flatnonzero(qs[1:] != qs[:-1]) + 1]

@@ -240,6 +240,36 @@ def test_the_rank_of_many_keys_is_the_hash_lookups():
     assert (got >= 0).sum() >= 2_000 and (got == -1).sum() > 100_000
 
 
+def test_each_rows_best_pairs_are_a_sort_of_the_pairs_cut():
+    """The best pairs of each query row, taken in rounds over its block of candidates, are
+    the pairs sorted by row and score (equal scores in their order) cut at KEEP a row: on
+    blocks larger and smaller than KEEP, ties, an infinite score, unsorted rows and a
+    missing score (these two sorted)."""
+    from riskcore.anatomy.linkage import KEEP, _best
+
+    def cut(q, s):
+        order = np.lexsort((-s, q))
+        qs = q[order]
+        rank = np.arange(qs.size) - np.searchsorted(qs, qs)
+        return order[rank < KEEP]
+
+    rng = np.random.default_rng(21)
+    for trial in range(400):
+        n = int(rng.integers(0, 300))
+        q = np.sort(rng.integers(0, 40, n))
+        s = rng.integers(0, 5, n).astype(float)
+        if trial % 4 == 1 and n:
+            s[rng.integers(0, n, 5)] = -np.inf
+        if trial % 4 == 2:
+            q = rng.permutation(q)
+        if trial % 4 == 3 and n:
+            s[rng.integers(0, n, 5)] = np.nan
+        got = _best(q, np.zeros(n, np.int64), s)
+        assert np.array_equal(got, cut(q, s)), trial
+    big = np.repeat(np.arange(1_000), 40)  # a block of 40 per row: 6 kept of each
+    assert _best(big, big, rng.random(big.size)).size == 1_000 * KEEP
+
+
 def test_keys_over_the_rows_holding_a_query_code_find_every_pair(monkeypatch):
     """The candidates of keys made over the original rows that hold a query row's code in
     the key's most selective column are the candidates of keys over every original row,

@@ -517,6 +517,42 @@ def score(query: Matrix, original: Matrix, w: Weights, q: np.ndarray, o: np.ndar
     return total, best, agree, compared
 
 
+#: the largest block of one query row's pairs :func:`_by_row_and_score` ranks by comparing
+#: its pairs (two stages' :data:`KEEP` best: 12 at most from :func:`link_each`)
+BLOCK_RANKED = 32
+
+
+def _by_row_and_score(q: np.ndarray, s: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """``np.lexsort((spread, -s, q))``: the pairs by query row, best score first, equal
+    scores by ``spread`` (then in their order).
+
+    The pairs come sorted by query row, in blocks of a few: each pair's place in its block
+    is the count of the block's pairs before it, found by comparing every pair with the one
+    ``d`` places on, for each ``d`` below the largest block (0.65 s for the 7 million pairs
+    of a synthetic release of a million rows, where the sort of all of them took 3.9 s).
+    Unsorted rows, a larger block or a missing score: the sort itself."""
+    n = q.size
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    starts = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
+    sizes = np.diff(np.r_[starts, n])
+    biggest = int(sizes.max())
+    if biggest > BLOCK_RANKED or not bool(np.all(q[1:] >= q[:-1])) or \
+            bool(np.isnan(s).any()):
+        return np.lexsort((spread, -s, q))
+    place = np.zeros(n, dtype=np.int64)
+    for d in range(1, biggest):
+        same = q[d:] == q[:-d]
+        later_first = (s[d:] > s[:-d]) | ((s[d:] == s[:-d]) & (spread[d:] < spread[:-d]))
+        later_first &= same
+        place[:-d] += later_first
+        same &= ~later_first
+        place[d:] += same
+    index = np.empty(n, dtype=np.int64)
+    index[np.repeat(starts, sizes) + place] = np.arange(n)
+    return index
+
+
 def assign(q: np.ndarray, o: np.ndarray, s: np.ndarray, n_query: int
            ) -> tuple[np.ndarray, np.ndarray]:
     """A greedy one-to-one assignment: in rounds, each free query row proposes its best free
@@ -530,7 +566,7 @@ def assign(q: np.ndarray, o: np.ndarray, s: np.ndarray, n_query: int
         return taken_o, taken_pair
     spread = ((o.astype(np.uint64) * np.uint64(2654435761)
                + q.astype(np.uint64) * np.uint64(40503)) % np.uint64(1 << 31)).astype(np.int64)
-    index = np.lexsort((spread, -s, q))  # by query, best score first, ties spread
+    index = _by_row_and_score(q, s, spread)
     q, o, s, spread = q[index], o[index], s[index], spread[index]
     alive = np.ones(q.size, dtype=bool)
     used = np.zeros(int(o.max()) + 1, dtype=bool)

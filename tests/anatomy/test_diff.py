@@ -270,6 +270,31 @@ def test_each_rows_best_pairs_are_a_sort_of_the_pairs_cut():
     assert _best(big, big, rng.random(big.size)).size == 1_000 * KEEP
 
 
+def test_pairs_ranked_in_their_blocks_are_the_sort_of_the_pairs():
+    """The assignment's order of the pairs, ranked within each query row's block, is
+    ``lexsort((spread, -score, row))``: ties of score and of spread, an infinite score, and
+    (sorted instead) unsorted rows, a missing score and a block larger than ranked."""
+    from riskcore.anatomy.linkage import BLOCK_RANKED, _by_row_and_score
+
+    rng = np.random.default_rng(22)
+    for trial in range(400):
+        n = int(rng.integers(0, 300))
+        q = np.sort(rng.integers(0, 60, n))
+        s = rng.integers(0, 3, n).astype(float)
+        spread = rng.integers(0, 3, n)
+        if trial % 5 == 1 and n:
+            s[rng.integers(0, n, 4)] = -np.inf
+        if trial % 5 == 2 and n:
+            s[rng.integers(0, n, 2)] = np.nan
+        if trial % 5 == 3:
+            q = rng.permutation(q)
+        if trial % 5 == 4:
+            q = np.sort(rng.integers(0, 3, n))  # blocks of up to ~150
+        got = _by_row_and_score(q, s, spread)
+        assert np.array_equal(got, np.lexsort((spread, -s, q))), trial
+    assert BLOCK_RANKED >= 12  # two stages' best of each row are ranked, not sorted
+
+
 def test_keys_over_the_rows_holding_a_query_code_find_every_pair(monkeypatch):
     """The candidates of keys made over the original rows that hold a query row's code in
     the key's most selective column are the candidates of keys over every original row,

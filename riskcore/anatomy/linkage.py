@@ -437,6 +437,14 @@ def _sorted_columns(original: Matrix) -> list[int]:
 KEEP = 6
 
 
+def _row_blocks(q: np.ndarray, s: np.ndarray) -> np.ndarray | None:
+    """Where each query row's block of pairs starts, when the pairs are sorted by query row
+    and every score is a number; else None (the caller sorts)."""
+    if q.size == 0 or not bool(np.all(q[1:] >= q[:-1])) or bool(np.isnan(s).any()):
+        return None
+    return np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
+
+
 def _best(q: np.ndarray, o: np.ndarray, s: np.ndarray
           ) -> np.ndarray:
     """The indices of each query row's :data:`KEEP` best pairs, by query row, best first
@@ -447,8 +455,8 @@ def _best(q: np.ndarray, o: np.ndarray, s: np.ndarray
     sort of the pairs: a synthetic release's rows have up to 60 candidates each, and the sort
     of 2.7 million pairs was a fifth of the diff of 100,000 rows (0.55 s; the rounds 0.12)."""
     n = q.size
-    if n and bool(np.all(q[1:] >= q[:-1])) and not bool(np.isnan(s).any()):
-        starts = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
+    starts = _row_blocks(q, s)
+    if starts is not None:
         block = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, n]))
         alive = np.ones(n, dtype=bool)
         picks = np.full((starts.size, KEEP), -1, dtype=np.int64)
@@ -503,7 +511,7 @@ def score(query: Matrix, original: Matrix, w: Weights, q: np.ndarray, o: np.ndar
             degree[~np.isfinite(degree)] = 0.0
             full = degree >= 1.0
             part = degree * w.agree[j]
-            degree = np.subtract(1.0, degree, out=degree)
+            np.subtract(1.0, degree, out=degree)
             degree *= w.disagree[j]
             part += degree
         else:
@@ -532,13 +540,10 @@ def _by_row_and_score(q: np.ndarray, s: np.ndarray, spread: np.ndarray) -> np.nd
     of a synthetic release of a million rows, where the sort of all of them took 3.9 s).
     Unsorted rows, a larger block or a missing score: the sort itself."""
     n = q.size
-    if n == 0:
-        return np.empty(0, dtype=np.int64)
-    starts = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
-    sizes = np.diff(np.r_[starts, n])
-    biggest = int(sizes.max())
-    if biggest > BLOCK_RANKED or not bool(np.all(q[1:] >= q[:-1])) or \
-            bool(np.isnan(s).any()):
+    starts = _row_blocks(q, s)
+    sizes = np.diff(np.r_[starts, n]) if starts is not None else np.zeros(0, np.int64)
+    biggest = int(sizes.max(initial=0))
+    if starts is None or biggest > BLOCK_RANKED:
         return np.lexsort((spread, -s, q))
     place = np.zeros(n, dtype=np.int64)
     for d in range(1, biggest):

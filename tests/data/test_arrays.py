@@ -22,3 +22,30 @@ def test_distinct_values_are_numpys_on_runs_and_on_values_in_no_order():
             assert np.array_equal(unique(values), np.unique(values)), (trial, values.dtype)
     assert _in_runs(np.concatenate([np.arange(1_000), np.arange(1_000)]))
     assert not _in_runs(rng.permutation(2_000))
+
+
+def test_integer_labels_are_each_values_text():
+    """A column of integers as text labels (the diff's and the alignment's reading of a
+    household number or a zip) is, per row, ``str`` of its value, missing where it is
+    missing, in a Categorical whose categories come in order of first appearance: as each
+    distinct value written in Python gives it (signed, 64-bit, unsigned, nullable, a narrow
+    type, another index, empty)."""
+    import pandas as pd
+
+    from riskcore.alignment import _one_text, text_labels
+    from riskcore.data import map_distinct
+
+    rng = np.random.default_rng(4)
+    cases = [pd.Series(rng.integers(-1_000, 1_000, 5_000)),
+             pd.Series(rng.integers(0, 2**63 - 1, 5_000, dtype=np.int64)),
+             pd.Series(pd.array([1, None, 3, 3, -7], dtype="Int64")),
+             pd.Series(np.array([2**64 - 1, 5, 5], dtype=np.uint64)),
+             pd.Series(np.array([1, 2, 3], dtype=np.int8), index=[5, 6, 7]),
+             pd.Series(np.array([], dtype=np.int64))]
+    for values in cases:
+        got = text_labels(values)
+        want = map_distinct(values, lambda u: u.map(_one_text))
+        assert got.dtype == want.dtype and got.equals(want)
+        assert got.cat.categories.equals(want.cat.categories)
+        assert list(got.astype(object).where(got.notna(), None)) == \
+            [None if pd.isna(v) else str(v) for v in values]

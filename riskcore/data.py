@@ -99,6 +99,17 @@ def map_distinct(series: pd.Series, fn: Callable[[pd.Series], pd.Series],
         index=series.index)
 
 
+def integer_labels(s: pd.Series) -> pd.Series:
+    """A typed integer column as text labels, each value's decimal digits: a Categorical
+    whose categories come in the values' first appearance, as :func:`map_distinct` of ``str``
+    gives them; in bulk (Arrow writes the digits): distinct integers have distinct digits,
+    so the distinct values need no second hash pass."""
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    categories = pd.Index(pd.array(integer_digits(uniques), dtype="str"))
+    return pd.Series(pd.Categorical.from_codes(
+        np.asarray(codes), dtype=unique_categories(categories), validate=False), index=s.index)
+
+
 def integer_digits(values: Any) -> Any:
     """Integers (a numpy or pandas array without missing values) as Arrow text, each its
     decimal digits (its canonical text), written by Arrow in C++ with no Python string per

@@ -32,8 +32,8 @@ from .data import (
     digit_codes,
     distinct,
     integer_digits,
+    integer_labels,
     map_distinct,
-    unique_categories,
     used_values,
     written_as_code,
 )
@@ -187,17 +187,6 @@ def _integer_dtype(s: pd.Series) -> bool:
     return pd.api.types.is_integer_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
 
 
-def _integer_text(s: pd.Series) -> pd.Series:
-    """A typed integer column as its canonical text (:func:`_canonical_all`: an integer's
-    decimal digits), a Categorical whose categories come in the values' first appearance, as
-    :func:`riskcore.data.map_distinct` gives them; in bulk: distinct integers have distinct
-    digits, so the distinct values need no second hash pass."""
-    codes, uniques = pd.factorize(s, use_na_sentinel=True)
-    categories = pd.Index(pd.array(integer_digits(uniques), dtype="str"))
-    return pd.Series(pd.Categorical.from_codes(
-        np.asarray(codes), dtype=unique_categories(categories), validate=False), index=s.index)
-
-
 def _all_numbers(s: pd.Series) -> bool:
     """Every value of a column is a number (:data:`NUMBER_PATTERN`), each distinct value
     tested once: plain digits by Arrow's character test, the rest by the pattern in Arrow
@@ -255,7 +244,7 @@ def canonical_numbers(frames: Mapping[str, pd.DataFrame], columns: Sequence[str]
         for name, s in present.items():
             if out[name] is frames[name]:
                 out[name] = frames[name].copy(deep=False)
-            out[name][col] = _integer_text(s) if _integer_dtype(s) and len(s) else \
+            out[name][col] = integer_labels(s) if _integer_dtype(s) and len(s) else \
                 map_distinct(s, _canonical_all)
         formats[col] = ColumnFormat(col, ColumnType.CATEGORICAL.value,
                                     "numbers compared by value ('1.0' is '1')")

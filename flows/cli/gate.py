@@ -156,15 +156,7 @@ def run(args: argparse.Namespace) -> int:
                 gates[url] = load_gate(url, over, options)
             except RiskgateError as exc:  # its own ERROR verdict, the others still judged
                 gates[url] = exc
-    starting = _start_families(args, gates)
-    try:
-        outcomes = _judge(args, urls, gates, over, options)
-    finally:
-        if starting is not None:  # no import left running at exit (as a run leaves its own)
-            from riskcore.gate.run import START_UP_JOIN_S
-
-            starting.cancel()
-            starting.join(timeout=START_UP_JOIN_S)
+    outcomes = _judge(args, urls, gates, over, options)
     if args.json:
         doc = outcomes[0] if len(outcomes) == 1 else outcomes
         print(json.dumps(redact(doc), indent=2, default=str))
@@ -179,21 +171,6 @@ def run(args: argparse.Namespace) -> int:
                   markup=False)
     v = worst(outcomes)
     return Verdict(v).exit_code if v in WORST_LAST else Verdict.ERROR.exit_code
-
-
-def _start_families(args: argparse.Namespace, gates: dict[str, Any]) -> Any:
-    """The families' one-off set-up (their imports: scikit-learn, scipy.stats, numba; 1.3 s
-    of one thread for the example config), begun in a thread now, while Prefect is imported
-    and the flow run created, rather than beside the gate's own load, checks and encoding:
-    there, holding the interpreter's lock, it made the data work of a 1M-row gate of every
-    family 1.1-1.4 s longer (the load 0.6 s against 0.25, bench/gate.py). The run's own
-    start-up then finds it done. None when the families run on a Dask cluster."""
-    if args.dask_address or args.dask_local:
-        return None
-    from riskcore.measures import start_up
-
-    names = {n for g in gates.values() if not isinstance(g, RiskgateError) for n in g.measures}
-    return start_up(sorted(names)) if names else None
 
 
 def _judge(args: argparse.Namespace, urls: list[str], gates: dict[str, Any],

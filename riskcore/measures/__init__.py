@@ -160,9 +160,8 @@ class StartUp:
 
     def __init__(self, names: Collection[str]) -> None:
         self._cancelled = threading.Event()
-        #: in the order the families' runs start (:func:`longest_first`)
-        self.names = tuple(longest_first(names))
-        self._work = Beside(partial(self._run, list(self.names)), name="riskgate-start-up")
+        # in the order the families' runs start (:func:`longest_first`)
+        self._work = Beside(partial(self._run, longest_first(names)), name="riskgate-start-up")
 
     def _run(self, names: list[str]) -> None:
         set_up(names, self._cancelled)

@@ -58,37 +58,3 @@ def test_a_folder_of_configs_is_judged_in_one_process(example_files, tmp_path, p
     assert done.returncode == 3
     assert "--released: one config only, and 2 were given" in done.stderr
     assert "Traceback" not in done.stderr
-
-
-def test_the_families_set_up_begins_before_the_flow_for_every_config(example_files, tmp_path):
-    """``riskgate gate`` begins its families' set-up (imports) as soon as the configs are
-    read, for every family of every config read; none for a config that could not be read,
-    none when the families run on a Dask cluster (bench/gate.py: the imports otherwise ran
-    beside the gate's load and checks)."""
-    import argparse
-
-    from riskcore.errors import ConfigError
-    from riskcore.gate.config import load_gate
-    from riskcore.measures import longest_first
-    from riskgate.flows.cli.gate import _start_families
-
-    files = (str(example_files["original"]), str(example_files["released"]), str(tmp_path))
-    gate_a = load_gate(str(_write(tmp_path, "a.yaml", gate_config(*files, measures={
-        "k_anonymity": {}, "suda": {}}))))
-    gate_b = load_gate(str(_write(tmp_path, "b.yaml", gate_config(*files, measures={
-        "utility": {}, "k_anonymity": {}, "alc": {}}))))
-    args = argparse.Namespace(dask_address=None, dask_local=None)
-    unread = ConfigError("c.yaml: not read")
-    starting = _start_families(args, {"a.yaml": gate_a, "b.yaml": gate_b, "c.yaml": unread})
-    assert starting is not None
-    starting.join(timeout=120)
-    assert not starting.is_alive() and not starting.cancelled
-    # every config's families once (the policy's own added), those fitting models first
-    both = set(gate_a.measures) | set(gate_b.measures)
-    assert {"suda", "utility", "alc"} <= both
-    assert starting.names == tuple(longest_first(sorted(both)))
-    assert starting.names[:2] == ("alc", "utility")
-    assert _start_families(args, {"c.yaml": unread}) is None
-    for dask in ({"dask_address": "tcp://127.0.0.1:8786", "dask_local": None},
-                 {"dask_address": None, "dask_local": 2}):
-        assert _start_families(argparse.Namespace(**dask), {"a.yaml": gate_a}) is None

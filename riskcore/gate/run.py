@@ -82,7 +82,10 @@ def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> Cleanline
 IN_HELPER = ("alc",)
 #: ... for tables of at most this many rows (the original's and the release's together): a
 #: million-row ALC was no faster there (its 85 MB of encoded tables pickled, two cores busy
-#: either way)
+#: either way; measured again with the ALC set up in the helper while the tables load: the
+#: measures 2.15 -> 1.98 s, but that set-up, scikit-learn's import, ran beside the diff in the
+#: helper and slowed it: data work 4.98 -> 5.65 s, wall 8.35 -> 9.0 s, bench/gate.py's
+#: every-family gate, median of four alternated runs)
 HELPER_ROWS = 250_000
 #: ... and, for a single gate, at least this many (on the 6,000-row demo the helper's set-up,
 #: scikit-learn's import, made its ALC wait longer than the interpreter's lock would have: its
@@ -378,7 +381,11 @@ START_UP_JOIN_S = 30.0
 def _sequence(run: _Run) -> Decision:
     gate, steps = run.gate, run.steps
     warm_up()  # Great Expectations' import, in the background while the tables load
-    if getattr(steps, "measures_here", True):  # the families' imports and numba's set-up too
+    # the families' imports and numba's set-up too, here rather than as soon as the command has
+    # read its config: there they ran beside Prefect's start-up and slowed it as much (a
+    # 27,000-row survey release, whose own thread mostly waits for the helper here: wall 8.67
+    # -> 9.92 s; at 1M rows, where they slow the load and checks instead, 8.52 -> 8.49 s)
+    if getattr(steps, "measures_here", True):
         run.starting = start_up(gate.measures)
     run.timed("check_outputs", lambda: check_output_location(gate.config.output_url,
                                                              run.options))

@@ -82,9 +82,9 @@ def validate(cfg: TablesConfig, frames: Mapping[str, pd.DataFrame]) -> Cleanline
 IN_HELPER = ("alc",)
 #: ... for tables of at most this many rows (the original's and the release's together): a
 #: million-row ALC was no faster there (its 85 MB of encoded tables pickled, two cores busy
-#: either way; measured again with the ALC set up in the helper while the tables load: the
-#: measures 2.15 -> 1.98 s, but that set-up, scikit-learn's import, ran beside the diff in the
-#: helper and slowed it: data work 4.98 -> 5.65 s, wall 8.35 -> 9.0 s, bench/gate.py's
+#: either way; measured again with the ALC set up in the helper as a survey-size release has
+#: it, beside the diff: the measures 2.15 -> 1.98 s, but that set-up, scikit-learn's import,
+#: slowed the diff: data work 4.98 -> 5.65 s, wall 8.35 -> 9.0 s, bench/gate.py's
 #: every-family gate, median of four alternated runs)
 HELPER_ROWS = 250_000
 #: ... and, for a single gate, at least this many (on the 6,000-row demo the helper's set-up,

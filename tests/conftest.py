@@ -428,15 +428,7 @@ def runs_as_another_user() -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The files whose tests wait on the clock (marked ``waits``: a 60 s lease, a lost run's
-    heartbeat silence, a pipeline's timeout) first, the longest first, the rest in their
-    order: the Makefile runs the files in this order over three processes on two cores, and a
-    wait started early is filled by the other files' work; one started last is the suite's
-    tail. Longest first, because pytest-xdist hands a process its next file as soon as two of
-    its tests are left: in name order the three longest went to one process one after another
-    (769 s of its tests against 629-660 s for the two others; ``seconds`` is each file's
-    whole time in that run)."""
-    def order(item: pytest.Item) -> tuple[int, float]:
-        waits = item.get_closest_marker("waits")
-        return (1, 0.0) if waits is None else (0, -float(waits.kwargs.get("seconds", 0)))
-
-    items.sort(key=order)
+    heartbeat silence, a pipeline's timeout) first, the rest in their order: the Makefile runs
+    the files in this order over three processes on two cores, and a wait started early is
+    filled by the other files' work; one started last is the suite's tail."""
+    items.sort(key=lambda item: 0 if item.get_closest_marker("waits") else 1)

@@ -20,7 +20,7 @@ import yaml
 
 from tests.conftest import ROOT, child_processes, gate_config, run_gate_flow
 
-pytestmark = [pytest.mark.integration, pytest.mark.waits(seconds=217)]
+pytestmark = [pytest.mark.integration, pytest.mark.waits]
 RISKGATE = [sys.executable, "-m", "riskgate.flows.cli"]
 
 

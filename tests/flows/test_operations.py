@@ -34,7 +34,7 @@ from tests.flows.operations_support import (
     _wait_for_decision,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.waits(seconds=405)]
+pytestmark = [pytest.mark.integration, pytest.mark.waits]
 
 
 def test_triggered_runs_gate_the_emitted_file_and_end_in_verdict_states(ops):

@@ -24,7 +24,7 @@ from tests.flows.operations_support import (
     _verdict_events,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.waits(seconds=257)]
+pytestmark = [pytest.mark.integration, pytest.mark.waits]
 
 
 def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):

@@ -26,7 +26,7 @@ from tests.flows.operations_support import (
     _run,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.waits(seconds=107)]
+pytestmark = [pytest.mark.integration, pytest.mark.waits]
 
 
 def test_the_judged_pipeline_cannot_choose_its_rules(ops):

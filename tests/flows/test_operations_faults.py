@@ -27,6 +27,80 @@ from tests.flows.operations_support import (
 pytestmark = [pytest.mark.integration, pytest.mark.waits]
 
 
+def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
+    """A redeploy without --nightly-config kept nothing: the schedule went inactive. Now it
+    stays as configured, and --no-nightly turns it off. First in the module: every deploy
+    replaces the lost-run automation, which would forget the silence it is counting for the
+    lost run (:func:`lost_run`) that the tests after it run beside."""
+    from prefect.client.orchestration import get_client
+
+    def active() -> bool:
+        with get_client(sync_client=True) as client:
+            dep = client.read_deployment_by_name("release-gate/nightly-recheck")
+            return all(s.active for s in client.read_deployment_schedules(dep.id))
+
+    first = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--nightly-config", PINNED],
+                 ops["env"])
+    assert first.returncode == 0 and active(), first.stdout + first.stderr
+    plain = _run(RISKGATE + ["deploy"], ops["env"])  # keeps the pinned config too
+    assert plain.returncode == 0 and "nightly re-check: kept active" in plain.stdout
+    assert f"triggered gate: keeps its pinned config {PINNED}" in plain.stdout
+    assert active()
+    off = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--no-nightly"], ops["env"])
+    assert off.returncode == 0 and "deactivated" in off.stdout and not active()
+    # each deploy replaced the lost-run automation: one left, not one per deploy (each fired),
+    # and without --lost-after each kept the module's silence (the lost-run test relies on it)
+    from riskgate.flows.deployments import LOST_GATE_AUTOMATION
+
+    with get_client(sync_client=True) as client:
+        automations = client.read_automations_by_name(LOST_GATE_AUTOMATION)
+    assert len(automations) == 1
+    assert automations[0].trigger.within.total_seconds() == LOST_AFTER_TEST_S
+    assert f"after {LOST_AFTER_TEST_S} s without a heartbeat" in plain.stdout
+    short = _run(RISKGATE + ["deploy", "--lost-after", "45"], ops["env"])
+    assert short.returncode != 0 and "--lost-after: 45 s is too short" in short.stderr, \
+        short.stdout + short.stderr
+    assert "Traceback" not in short.stderr
+
+
+@pytest.fixture(scope="module")
+def lost_run(ops):
+    """What nothing on the worker's side survives: SIGKILL the worker and the
+    gate's process together (a lost host or container), with a run its worker was starting
+    (Pending: it never beat, seen in the ops walk-through). A new worker starts at once, as a
+    platform's supervisor would start one. The server waits 60 s of silence before it declares
+    the runs lost: the tests marked with this fixture run in that minute, and
+    :func:`test_a_run_lost_with_its_worker_ends_error`, last in the module, reads the verdict
+    (a wait of its own cost the suite's longest process a minute and a half)."""
+    import os
+    import signal
+
+    from prefect.client.orchestration import get_client
+    from prefect.states import Pending
+
+    with get_client(sync_client=True) as client:  # submitted by a worker that then died
+        dep = client.read_deployment_by_name("release-gate/on-anonymization")
+        starting = client.create_flow_run_from_deployment(dep.id, state=Pending())
+    waiting, paused = _paused_and_waiting(ops, "ops-lost")
+    pids = _processes_of_run(paused.id)
+    assert pids, "the paused run's process was not found"
+    # a lost host takes every process of its worker with it: the other runs it started too
+    # (an earlier test's review still paused), which would otherwise outlive the suite
+    others = [pid for worker in ops["workers"] for pid in _descendants(worker.pid)
+              if pid not in pids]
+    for worker in ops["workers"]:
+        worker.kill()
+    for pid in [*pids, *others]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    ops["start_worker"]()
+    yield {"waiting": waiting, "paused": paused, "starting": starting}
+    if waiting.poll() is None:  # the verdict's test failed before the pipeline's wait ended
+        waiting.kill()
+        waiting.communicate()
+
+
+@pytest.mark.usefixtures("lost_run")  # run in the minute the lost run stays silent
 def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):
     """SIGKILL the gate's process mid-run (here while its review waits; the worker lives):
     the worker runs the flow's crash hook, and the run ends in an ERROR verdict, event, tag,
@@ -55,6 +129,24 @@ def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):
     assert decision["trigger"]["event_id"]  # riskgate history names the event that started it
 
 
+@pytest.mark.usefixtures("lost_run")  # run in the minute the lost run stays silent
+def test_history_lists_a_releases_runs_newest_first(ops):
+    """The release's runs from the output store, with a report link."""
+    first, second = _emit_all(ops, ("ops-history",), ("ops-history",))
+    assert first.returncode == second.returncode == 0, first.stdout + second.stdout
+    done = _run(RISKGATE + ["history", "ops-history", "--config", PINNED, "--json"],
+                ops["env"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = json.loads(done.stdout)
+    assert len(runs) == 2 and [r["verdict"] for r in runs] == ["APPROVED", "APPROVED"]
+    assert runs[0]["finished_at"] >= runs[1]["finished_at"]
+    assert all(r["started_by"].startswith("event ") for r in runs)
+    assert httpx.get(runs[0]["report"], timeout=10).status_code == 200  # one click away
+    table = _run(RISKGATE + ["history", "ops-history", "--config", PINNED], ops["env"])
+    assert table.returncode == 0 and runs[0]["run_id"] in table.stdout
+
+
+@pytest.mark.usefixtures("lost_run")  # run in the minute the lost run stays silent
 def test_the_pool_starts_no_more_gates_than_its_limit(ops):
     """The limit is at the door. With the gate limit at 2, four triggers
     start two gate processes; the other two wait Scheduled (no process) and run after."""
@@ -104,94 +196,17 @@ def test_the_pool_starts_no_more_gates_than_its_limit(ops):
         assert _run(RISKGATE + ["limits", "--gate", "5"], ops["env"]).returncode == 0
 
 
-def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
-    """A redeploy without --nightly-config kept nothing: the schedule went inactive. Now it
-    stays as configured, and --no-nightly turns it off."""
-    from prefect.client.orchestration import get_client
-
-    def active() -> bool:
-        with get_client(sync_client=True) as client:
-            dep = client.read_deployment_by_name("release-gate/nightly-recheck")
-            return all(s.active for s in client.read_deployment_schedules(dep.id))
-
-    first = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--nightly-config", PINNED],
-                 ops["env"])
-    assert first.returncode == 0 and active(), first.stdout + first.stderr
-    plain = _run(RISKGATE + ["deploy"], ops["env"])  # keeps the pinned config too
-    assert plain.returncode == 0 and "nightly re-check: kept active" in plain.stdout
-    assert f"triggered gate: keeps its pinned config {PINNED}" in plain.stdout
-    assert active()
-    off = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--no-nightly"], ops["env"])
-    assert off.returncode == 0 and "deactivated" in off.stdout and not active()
-    # each deploy replaced the lost-run automation: one left, not one per deploy (each fired),
-    # and without --lost-after each kept the module's silence (the lost-run test relies on it)
-    from riskgate.flows.deployments import LOST_GATE_AUTOMATION
-
-    with get_client(sync_client=True) as client:
-        automations = client.read_automations_by_name(LOST_GATE_AUTOMATION)
-    assert len(automations) == 1
-    assert automations[0].trigger.within.total_seconds() == LOST_AFTER_TEST_S
-    assert f"after {LOST_AFTER_TEST_S} s without a heartbeat" in plain.stdout
-    short = _run(RISKGATE + ["deploy", "--lost-after", "45"], ops["env"])
-    assert short.returncode != 0 and "--lost-after: 45 s is too short" in short.stderr, \
-        short.stdout + short.stderr
-    assert "Traceback" not in short.stderr
-
-
-def test_history_lists_a_releases_runs_newest_first(ops):
-    """The release's runs from the output store, with a report link."""
-    first, second = _emit_all(ops, ("ops-history",), ("ops-history",))
-    assert first.returncode == second.returncode == 0, first.stdout + second.stdout
-    done = _run(RISKGATE + ["history", "ops-history", "--config", PINNED, "--json"],
-                ops["env"])
-    assert done.returncode == 0, done.stdout + done.stderr
-    runs = json.loads(done.stdout)
-    assert len(runs) == 2 and [r["verdict"] for r in runs] == ["APPROVED", "APPROVED"]
-    assert runs[0]["finished_at"] >= runs[1]["finished_at"]
-    assert all(r["started_by"].startswith("event ") for r in runs)
-    assert httpx.get(runs[0]["report"], timeout=10).status_code == 200  # one click away
-    table = _run(RISKGATE + ["history", "ops-history", "--config", PINNED], ops["env"])
-    assert table.returncode == 0 and runs[0]["run_id"] in table.stdout
-
-
-def test_a_run_lost_with_its_worker_ends_error(ops):
-    """What nothing on the worker's side survives: SIGKILL the worker and the
-    gate's process together (a lost host or container). Killing the worker alone ends the gate
-    at its next line of output, through the crash hook (its output pipe breaks); with both gone, no
-    hook runs, and the server's automation (riskgate deploy) ends the run Crashed "Error" once
-    its heartbeats stop for 60 s (the module deploys with --lost-after 60; 90 s by default);
-    emit-anonymized --wait exits 3; that state triggers the
-    lost-run-verdict deployment on the next living worker, which writes the ERROR decision,
-    event and tag. A run lost while its worker was starting it (Pending: it never beat, seen
-    in the ops walk-through) is declared lost too. Last in the module: it starts the module's
-    worker again."""
-    import os
-    import signal
-
-    from prefect.client.orchestration import get_client
-    from prefect.states import Pending
-
+def test_a_run_lost_with_its_worker_ends_error(ops, lost_run):
+    """The lost runs of :func:`lost_run`: with no process left, no hook runs, and the server's
+    automation (riskgate deploy) ends each run Crashed "Error" once its heartbeats stop for
+    60 s (the module deploys with --lost-after 60; 90 s by default); emit-anonymized --wait
+    exits 3; that state triggers the lost-run-verdict deployment on the living worker, which
+    writes the ERROR decision, event and tag. The run that never started is declared lost
+    too."""
     from riskgate.flows.deployments import LOST_MESSAGE
 
-    with get_client(sync_client=True) as client:  # submitted by a worker that then died
-        dep = client.read_deployment_by_name("release-gate/on-anonymization")
-        starting = client.create_flow_run_from_deployment(dep.id, state=Pending())
-    waiting, paused = _paused_and_waiting(ops, "ops-lost")
-    pids = _processes_of_run(paused.id)
-    assert pids, "the paused run's process was not found"
-    # a lost host takes every process of its worker with it: the other runs it started too
-    # (an earlier test's review still paused), which would otherwise outlive the suite
-    others = [pid for worker in ops["workers"] for pid in _descendants(worker.pid)
-              if pid not in pids]
-    for worker in ops["workers"]:
-        worker.kill()
-    for pid in [*pids, *others]:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    try:
-        out, _ = waiting.communicate(timeout=LOST_AFTER_TEST_S + 90)
-    finally:
-        ops["start_worker"]()
+    waiting, paused, starting = lost_run["waiting"], lost_run["paused"], lost_run["starting"]
+    out, _ = waiting.communicate(timeout=LOST_AFTER_TEST_S + 90)
     assert waiting.returncode == 3, out
     assert "verdict: ERROR" in out and "stopped sending heartbeats" in out, out
     # the rest of the verdict: the lost-run-verdict deployment, triggered by that state, runs

@@ -6,12 +6,16 @@ A gate process started by a command spends 4.6 s of one core importing Prefect, 
 scikit-learn and numba (``python -X importtime``), 2.2 s of it before its flow starts, and the
 rest beside its tables' reading, where it holds the interpreter's lock; Great Expectations'
 helper process imports for 1.7 s more. A fork of a process that did all that starts its flow
-at once, and a spare helper, started and warmed between gates, is given to it.
+at once, and a spare helper, warmed before it asked, is given to it: one started between
+gates, or the one the last gate used, taken back once that gate's process has exited
+(:meth:`Standby._take_back`; gates one after another each waited 2 s for a new helper's
+imports before).
 
 The forked process is the command's gate process: the command's standard streams (passed
 over the socket), its folder, umask, arguments and per-command variables; it tells the command
 its exit code when it is done, and it stops (an ERROR decision, as any stopped gate) when the
-command is gone. It runs as one: nothing of it is shared with the standby after the fork, and
+command is gone. It runs as one: nothing of it is shared with the standby after the fork
+(its helper, whose pipes the standby keeps, serves it alone until it has exited), and
 the standby forks only while it runs no thread but its main one (forking a process whose
 other threads hold locks leaves them held forever in the child).
 """
@@ -39,6 +43,9 @@ from . import standby_wire as wire
 POLL_S = 0.5
 #: the longest a command may take to send its request once connected
 REQUEST_S = 5.0
+#: the longest the standby waits for a lent helper's answer when it takes it back (an idle
+#: helper answers in milliseconds; one still starting, after its imports: 2-3 s)
+TAKE_BACK_S = 5.0
 #: a gate process that fails before its command runs: an error (:mod:`.cli`'s exit codes)
 EXIT_ERROR = 3
 
@@ -81,6 +88,9 @@ class Standby:
         self.pid = os.getpid()
         self.children: set[int] = set()
         self.spare: gx_helper.Helper | None = None
+        #: the spare each running gate process was given, its pipes kept here so that it
+        #: outlives that process and serves the next gate (:meth:`_take_back`)
+        self.lent: dict[int, gx_helper.Helper] = {}
         self.stamp = wire.fingerprint(wire.command_environ(os.environ, verbose=False),
                                       wire.code_stamp())
         if os.path.exists(path):  # a standby that ended without removing it, or one running
@@ -139,12 +149,27 @@ class Standby:
     def _reap(self) -> None:
         while True:
             try:
-                pid, _status = os.waitpid(-1, os.WNOHANG)
+                pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
             self.children.discard(pid)
+            self._take_back(self.lent.pop(pid, None), os.WIFEXITED(status))
+
+    def _take_back(self, helper: gx_helper.Helper | None, exited: bool) -> None:
+        """The helper lent to a gate process that has ended: the next gate's spare if that
+        process exited (a killed one may have left a request half-written), none is spare yet
+        and the helper answers at once; else ended. A helper taken back has Great
+        Expectations imported and the families the gates asked it for set up: gates that
+        follow each other closely no longer wait for those imports (bench/many.py)."""
+        if helper is None:
+            return
+        if exited and self.spare is None and helper.alive() and \
+                helper.take_back(TAKE_BACK_S):
+            self.spare = helper
+        else:
+            helper.close()
 
     def _answer(self) -> Forked | None:
         """One command's request: refused, or a gate process forked for it (which returns
@@ -198,6 +223,9 @@ class Standby:
     def _fork(self, conn: socket.socket, fds: list[int], request: dict[str, Any]
               ) -> Forked | None:
         """Fork a gate process for ``request``: None here, its command there."""
+        # a command that follows another's exit code finds its gate process ended, most
+        # often, but not yet reaped (this loop looks every POLL_S): its helper is the spare
+        self._reap()
         spare, self.spare = self.spare, None
         pidfd = -1
         if spare is not None:
@@ -216,11 +244,9 @@ class Standby:
                 os._exit(EXIT_ERROR)
         self.children.add(pid)
         self.say(f"gate process {pid} forked for a command")
-        if spare is not None:  # the gate process has it now: its pipes close with that one
+        if spare is not None:  # the gate process has it now; its pipes stay open here too
             os.close(pidfd)
-            for stream in (spare.proc.stdin, spare.proc.stdout):
-                if stream is not None:
-                    stream.close()
+            self.lent[pid] = spare
         return None
 
     def _become_gate(self, conn: socket.socket, fds: list[int], request: dict[str, Any],
@@ -231,6 +257,9 @@ class Standby:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         self.sock.close()
         self.children.clear()
+        for other in self.lent.values():  # other gates' helpers
+            other.drop_pipes()
+        self.lent.clear()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -280,6 +309,9 @@ class Standby:
         if self.spare is not None:
             self.spare.close()
             self.spare = None
+        for helper in self.lent.values():  # the gates that have them end with this process
+            helper.drop_pipes()
+        self.lent.clear()
 
 
 def _stop_when_gone(conn: socket.socket) -> threading.Event:

@@ -187,6 +187,56 @@ class Helper:
             self._ready_at = float(at)
         return self._ready_at
 
+    def take_back(self, timeout_s: float) -> bool:
+        """In a standby, for a helper it lent to a gate process that has ended (its pipes kept
+        here meanwhile): make it the spare for the next gate. The helper is asked to free its
+        memory and to say which families it has set up; what it said to the ended process and
+        nobody read (its start-up message; an answer to a process that ended mid-request) is
+        read and dropped. False, and the helper ended, when its answer does not come within
+        ``timeout_s`` or the pipe holds anything else (a request cut off mid-message)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        nonce = os.urandom(8).hex()
+        fd = self.proc.stdout.fileno()
+        data = bytearray()
+        deadline = time.monotonic() + timeout_s
+        try:
+            _send(self.proc.stdin, ("back", nonce))
+            while True:  # raw reads: nothing read ahead stays in a buffer of this side
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise TimeoutError(f"no answer within {timeout_s:.0f} s")
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    raise EOFError("it ended")
+                data += chunk
+                while len(data) >= _HEADER.size:
+                    end = _HEADER.size + _HEADER.unpack_from(data)[0]
+                    if len(data) < end:
+                        break
+                    said = pickle.loads(bytes(data[_HEADER.size:end]))  # noqa: S301 - ours
+                    del data[:end]
+                    if isinstance(said, tuple) and len(said) == 2 and said[0] == "ok" and \
+                            isinstance(said[1], tuple) and said[1][:1] == (nonce,):
+                        if data:
+                            raise ValueError("it said more than asked")
+                        self._families = set(said[1][1])
+                        self._ready_at = time.time()
+                        return True
+        except Exception as exc:  # any other answer: a pipe out of step; a new helper is cheaper
+            log.debug("a lent helper was not taken back (%s: %s)", type(exc).__name__, exc)
+            self.close()
+            return False
+
+    def drop_pipes(self) -> None:
+        """Close this side's pipes to the helper without ending it (a gate process that a
+        standby forked holds the pipes of helpers lent to other gates: they are not its)."""
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
     def _said(self) -> str:
         try:
             self._log.seek(0)
@@ -365,6 +415,7 @@ def _serve() -> None:
     from riskcore.anatomy import read_release  # the diff's modules, while the parent loads
 
     starting: list[Any] = []  # the families' set-ups asked for (each in its thread)
+    set_up: set[str] = set()  # ... and their names
     while True:
         try:
             kind, payload = _receive(requests)
@@ -378,7 +429,13 @@ def _serve() -> None:
                 from riskcore.measures import start_up
 
                 starting.append(start_up(payload))
+                set_up.update(payload)
                 reply = ("ok", None)
+            elif kind == "back":  # the gate it was lent to ended; its standby takes it back
+                from riskcore.memory import release_memory
+
+                release_memory(collect=True)  # an idle spare holds no gate's tables
+                reply = ("ok", (payload, sorted(set_up)))
             elif kind == "measure":
                 from riskcore.measures import run_measure
                 from riskcore.threads import thread_budget

@@ -116,6 +116,57 @@ def test_a_gate_run_by_the_standby_is_the_commands_own(tmp_path, example_files, 
         Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
+def _helpers(standby: Standby, *, other_than: int | None = None) -> list[int]:
+    """The helper processes the standby holds (its spare), once they are one and not
+    ``other_than``."""
+    from tests.conftest import child_processes
+
+    deadline = time.monotonic() + 60
+    while True:
+        helpers = []
+        for pid in child_processes(standby.proc.pid):
+            try:
+                if b"riskcore.gate.gx_helper" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    helpers.append(pid)
+            except OSError:
+                continue
+        if len(helpers) == 1 and helpers[0] != other_than:
+            return helpers
+        assert time.monotonic() < deadline, (helpers, standby.log.read_text())
+        time.sleep(0.1)
+
+
+def test_gates_one_after_another_share_the_helper_the_standby_takes_back(tmp_path,
+                                                                        example_files,
+                                                                        standby):
+    """The helper a gate process was given serves the next gate once that process has exited:
+    the second gate does not wait for Great Expectations' import. A gate process killed
+    mid-run (it may have left a request half-written) has its helper ended, and a new spare
+    takes its place."""
+    spare = _helpers(standby)
+    first = _gate(_config(tmp_path, example_files, "first", every=False), standby.env)
+    assert first.returncode in (0, 1, 2), first.stdout + first.stderr
+    assert _helpers(standby) == spare  # taken back, not a new one
+    second = _gate(_config(tmp_path, example_files, "second", every=False), standby.env)
+    assert second.returncode == first.returncode, second.stdout + second.stderr
+    assert _helpers(standby) == spare
+    folder = Path(json.loads(second.stdout)["decision_url"]).parent
+    timings = json.loads((folder / "decision.json").read_text())["timings"]
+    assert "gx_start" not in timings, json.dumps(timings)  # its checks never waited
+    assert _figures(json.loads(first.stdout))[1] == _figures(json.loads(second.stdout))[1]
+    config = _config(tmp_path, example_files, "killed")
+    proc = subprocess.Popen([RISKGATE, "gate", "--config", str(config)], env=standby.env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "  load: " in line:
+            break
+    os.kill(standby.forked()[-1], signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert _helpers(standby, other_than=spare[0]) != spare
+
+
 def test_a_command_of_another_environment_runs_itself_and_says_why(tmp_path, example_files,
                                                                    standby):
     env = {**standby.env, "RISKGATE_THREADS": "1"}  # any variable the standby does not have

@@ -107,7 +107,8 @@ def test_a_gate_run_by_the_standby_is_the_commands_own(tmp_path, example_files, 
     # process on its way out: seen, a SIGTERM traceback on the command's stderr)
     assert "Traceback" not in forked.stderr and forked.stderr.rstrip().endswith(
         "since the command started")
-    # the gate process is gone once the command has its exit code; no helper is left behind
+    # the gate process is gone once the command has its exit code (its helper goes back to
+    # the standby: test_gates_one_after_another_share_the_helper_the_standby_takes_back)
     pid = standby.forked()[-1]
     deadline = time.monotonic() + 10
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:

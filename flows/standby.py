@@ -44,8 +44,9 @@ POLL_S = 0.5
 #: the longest a command may take to send its request once connected
 REQUEST_S = 5.0
 #: the longest the standby waits for a lent helper's answer when it takes it back (an idle
-#: helper answers in milliseconds; one still starting, after its imports: 2-3 s)
-TAKE_BACK_S = 5.0
+#: helper answers in milliseconds; one still starting, after its imports: 2-3 s). With the
+#: helper's end, well within the command's wait for its answer (``launch.ANSWER_S``)
+TAKE_BACK_S = 3.0
 #: a gate process that fails before its command runs: an error (:mod:`.cli`'s exit codes)
 EXIT_ERROR = 3
 
@@ -169,7 +170,7 @@ class Standby:
                 helper.take_back(TAKE_BACK_S):
             self.spare = helper
         else:
-            helper.close()
+            helper.close(wait_s=0.5)  # a command may be waiting (:meth:`_fork`)
 
     def _answer(self) -> Forked | None:
         """One command's request: refused, or a gate process forked for it (which returns

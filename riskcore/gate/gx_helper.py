@@ -224,7 +224,7 @@ class Helper:
                         return True
         except Exception as exc:  # any other answer: a pipe out of step; a new helper is cheaper
             log.debug("a lent helper was not taken back (%s: %s)", type(exc).__name__, exc)
-            self.close()
+            self.close(wait_s=0.5)  # nothing of it is wanted: a command may be waiting
             return False
 
     def drop_pipes(self) -> None:
@@ -245,14 +245,10 @@ class Helper:
             return "its log is gone"
         return f"its last words: {lines[-1][:200]}" if lines else "it said nothing"
 
-    def close(self) -> None:
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
-        wait_or_kill(self.proc, 5)
+    def close(self, wait_s: float = 5.0) -> None:
+        """End the helper: its pipes closed, ``wait_s`` seconds to leave, then killed."""
+        self.drop_pipes()
+        wait_or_kill(self.proc, wait_s)
 
 
 class Adopted:

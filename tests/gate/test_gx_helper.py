@@ -279,3 +279,32 @@ def test_the_alc_runs_in_the_helper_and_gives_this_process_figures(tmp_path, mon
         time.sleep(0.1)
     again = gate_run.measure("alc", inputs, family("alc").parse(params))
     assert again.to_dict() == here.to_dict()
+
+
+def test_a_helper_taken_back_drops_what_its_last_user_left_unread() -> None:
+    """What a standby does with the helper of a gate process that has exited
+    (:meth:`gx_helper.Helper.take_back`): the start-up message and an answer nobody read are
+    dropped, and the next user gets the checks it would get from a new helper. A request cut
+    off mid-message (a process that ended while writing) makes the helper unusable: it is
+    ended within the time given, never handed on."""
+    frames = _messy()
+    here = _validate_here(frames)
+    helper = gx_helper.Helper()
+    try:
+        # a user that asked and ended before the answer came (it never read "ready" either):
+        # read as this process's answer, that one would give it no checks at all
+        gx_helper._send(helper.proc.stdin, ("suites", []))
+        assert helper.take_back(60.0)
+        gx_helper._HELPER[:] = [helper]  # this process's helper now, as in a forked gate
+        assert validate_tables(frames, ROLES).to_dict() == here
+        assert helper.take_back(5.0)  # idle: at once, again
+        # half a request: the helper waits for the rest, the answer never comes
+        helper.proc.stdin.write(gx_helper._HEADER.pack(10_000) + b"\x80\x05")
+        helper.proc.stdin.flush()
+        t0 = time.monotonic()
+        assert not helper.take_back(1.0)
+        assert time.monotonic() - t0 < 5 and not helper.alive()
+    finally:
+        gx_helper._HELPER[:] = []
+        helper.close(wait_s=1)
+

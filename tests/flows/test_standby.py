@@ -84,6 +84,22 @@ def _gate(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]
                           cwd=config.parent, capture_output=True, text=True, timeout=600)
 
 
+def _gate_at(config: Path, env: dict[str, str], step: str
+             ) -> tuple[subprocess.Popen[str], list[str]]:
+    """A ``riskgate gate`` command running, once its output has reached ``step``'s line (the
+    gate's own step lines, through the command's stdout), and the lines read so far."""
+    proc = subprocess.Popen([RISKGATE, "gate", "--config", str(config)], env=env,
+                            cwd=config.parent, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if f"  {step}: " in line:
+            return proc, lines
+    raise AssertionError("".join(lines))
+
+
 def _figures(outcome: dict) -> tuple[str, list]:
     folder = Path(outcome["decision_url"]).parent
     measures = json.loads((folder / "measures.json").read_text())["measures"]
@@ -155,14 +171,7 @@ def test_gates_one_after_another_share_the_helper_the_standby_takes_back(tmp_pat
     timings = json.loads((folder / "decision.json").read_text())["timings"]
     assert "gx_start" not in timings, json.dumps(timings)  # its checks never waited
     assert _figures(json.loads(first.stdout))[1] == _figures(json.loads(second.stdout))[1]
-    config = _config(tmp_path, example_files, "killed")
-    proc = subprocess.Popen([RISKGATE, "gate", "--config", str(config)], env=standby.env,
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "  load: " in line:
-            break
+    proc, _ = _gate_at(_config(tmp_path, example_files, "killed"), standby.env, "load")
     os.kill(standby.forked()[-1], signal.SIGKILL)
     proc.communicate(timeout=60)
     assert _helpers(standby, other_than=spare[0]) != spare
@@ -202,18 +211,7 @@ def test_the_standby_forks_for_gates_alone(standby):
 
 def test_sigterm_to_the_command_stops_its_gate_with_an_error_decision(tmp_path, example_files,
                                                                      standby):
-    config = _config(tmp_path, example_files, "stopped")
-    proc = subprocess.Popen([RISKGATE, "gate", "--config", str(config)], env=standby.env,
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    assert proc.stdout is not None
-    lines = []
-    for line in proc.stdout:  # the gate's own step lines, through the command's stdout
-        lines.append(line)
-        if "  encode: " in line:
-            break
-    else:
-        raise AssertionError("".join(lines))
+    proc, lines = _gate_at(_config(tmp_path, example_files, "stopped"), standby.env, "encode")
     proc.send_signal(signal.SIGTERM)  # to the command: it hands it to its gate process
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 3, "".join(lines) + out
@@ -224,14 +222,7 @@ def test_sigterm_to_the_command_stops_its_gate_with_an_error_decision(tmp_path, 
 
 
 def test_a_gate_whose_command_is_killed_stops(tmp_path, example_files, standby):
-    config = _config(tmp_path, example_files, "orphan")
-    proc = subprocess.Popen([RISKGATE, "gate", "--config", str(config)], env=standby.env,
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "  load: " in line:
-            break
+    proc, _ = _gate_at(_config(tmp_path, example_files, "orphan"), standby.env, "load")
     proc.kill()
     proc.wait(10)
     pid = standby.forked()[-1]

@@ -1,6 +1,9 @@
 """The ``riskgate`` console script: a ``riskgate gate`` is run by the standby named in
 ``$RISKGATE_STANDBY`` when there is one it may use (:mod:`.standby_wire`), else here, as every
-other command. This module imports the standard library alone until it knows which."""
+other command. So is ``riskgate flow-run``, the command a Prefect worker starts for each flow
+run of a pool set up with ``riskgate deploy --standby`` (without a standby it becomes Prefect's
+own ``python -m prefect.engine``). This module imports the standard library alone until it
+knows which."""
 
 from __future__ import annotations
 
@@ -19,23 +22,32 @@ EXIT_ERROR = 3
 ANSWER_S = 10.0
 
 
+#: the command a worker starts per flow run (:func:`run`)
+FLOW_RUN = "flow-run"
+
+
 def run() -> NoReturn:
-    """Run the command: through a standby where it may, else in this process."""
+    """Run the command: through a standby where it may, else in this process (a worker's
+    flow run: as Prefect's engine, which it then is)."""
     code = in_standby(sys.argv[1:])
     if code is not None:
         os._exit(code)
+    if sys.argv[1:2] == [FLOW_RUN] and not {"-h", "--help"} & set(sys.argv[2:]):
+        os.execv(sys.executable, [sys.executable, "-m", "prefect.engine", *sys.argv[2:3]])
     from .cli import run as run_here
 
     run_here()
 
 
 def in_standby(argv: list[str]) -> int | None:
-    """The exit code of ``riskgate gate`` run by the standby, or None when this process should
-    run the command itself (no standby named, a command other than ``gate``, ``--verbose``
-    or ``--help``, or a standby it may not use: that one says why on stderr)."""
+    """The exit code of ``riskgate gate`` (or ``flow-run``) run by the standby, or None when
+    this process should run the command itself (no standby named, another command,
+    ``--verbose`` or ``--help``, or a standby it may not use: that one says why on stderr)."""
     path = os.environ.get(wire.ENV, "").strip()
-    if not path or argv[:1] != ["gate"] or {"-h", "--help", "--verbose"} & set(argv[1:]):
+    if not path or argv[:1] not in (["gate"], [FLOW_RUN]) or \
+            {"-h", "--help", "--verbose"} & set(argv[1:]):
         return None
+    flow_run = argv[:1] == [FLOW_RUN]
     started = time.time() - wire.process_age()
     why = wire.unsafe_folder(path)
     if why is not None:
@@ -48,10 +60,11 @@ def in_standby(argv: list[str]) -> int | None:
             sock.close()
             return _here(f"the standby at {path} runs as another user")
         env = wire.command_environ(os.environ, verbose=False)
+        per_command = wire.PER_COMMAND + (wire.PER_FLOW_RUN if flow_run else ())
         wire.send(sock, {"argv": argv, "cwd": os.getcwd(), "umask": _umask(),
                          "started": started,
-                         "fingerprint": wire.fingerprint(env, wire.code_stamp()),
-                         "per_command": {k: os.environ.get(k) for k in wire.PER_COMMAND}},
+                         "fingerprint": wire.fingerprint(env, wire.code_stamp(), flow_run),
+                         "per_command": {k: os.environ.get(k) for k in per_command}},
                   fds=[0, 1, 2])
         answer, _ = wire.receive(sock)
     except (OSError, ValueError) as exc:

@@ -30,6 +30,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -92,8 +93,13 @@ class Standby:
         #: the spare each running gate process was given, its pipes kept here so that it
         #: outlives that process and serves the next gate (:meth:`_take_back`)
         self.lent: dict[int, gx_helper.Helper] = {}
-        self.stamp = wire.fingerprint(wire.command_environ(os.environ, verbose=False),
-                                      wire.code_stamp())
+        env, code = wire.command_environ(os.environ, verbose=False), wire.code_stamp()
+        self.stamp = wire.fingerprint(env, code)
+        #: ... a worker's flow run (``riskgate flow-run``): the worker's per-run variables aside,
+        #: and its settings as a worker writes them into a flow run's environment (those read
+        #: from a profile too)
+        self.flow_run_stamp = wire.fingerprint({**_settings_environ(), **env}, code,
+                                               flow_run=True)
         if os.path.exists(path):  # a standby that ended without removing it, or one running
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
@@ -206,19 +212,20 @@ class Standby:
                 conn.close()
 
     def _refusal(self, request: dict[str, Any]) -> str | None:
-        if request.get("fingerprint") != self.stamp:
-            return (f"the standby at {self.path} runs other code or another environment than "
-                    "this command (start it again from this shell)")
-        if threading.active_count() > 1:
-            return f"the standby at {self.path} runs threads and cannot fork safely"
         argv, cwd = request.get("argv"), request.get("cwd")
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or \
                 not isinstance(cwd, str) or not isinstance(request.get("umask", 0), int) or \
                 not isinstance(request.get("started", 0.0), (int, float)) or \
                 not isinstance(request.get("per_command") or {}, dict):
             return "a request that is not a command's (its arguments, folder, umask)"
-        if argv[:1] != ["gate"]:
-            return "a standby runs `riskgate gate` alone"
+        if argv[:1] != ["gate"] and not _a_flow_run(argv):
+            return "a standby runs `riskgate gate` and a worker's `riskgate flow-run` alone"
+        stamp = self.flow_run_stamp if _a_flow_run(argv) else self.stamp
+        if request.get("fingerprint") != stamp:
+            return (f"the standby at {self.path} runs other code or another environment than "
+                    "this command (start it again from this shell, or beside the worker)")
+        if threading.active_count() > 1:
+            return f"the standby at {self.path} runs threads and cannot fork safely"
         return None
 
     def _fork(self, conn: socket.socket, fds: list[int], request: dict[str, Any]
@@ -244,7 +251,8 @@ class Standby:
             except BaseException:  # the command, told nothing, runs itself (its folder gone?)
                 os._exit(EXIT_ERROR)
         self.children.add(pid)
-        self.say(f"gate process {pid} forked for a command")
+        asker = "a worker's flow run" if _a_flow_run(request["argv"]) else "a command"
+        self.say(f"gate process {pid} forked for {asker}")
         if spare is not None:  # the gate process has it now; its pipes stay open here too
             os.close(pidfd)
             self.lent[pid] = spare
@@ -267,13 +275,14 @@ class Standby:
         fds.clear()
         os.chdir(request["cwd"])
         os.umask(int(request.get("umask", 0o022)))
+        argv = [str(a) for a in request["argv"]]
+        own = wire.PER_COMMAND + (wire.PER_FLOW_RUN if _a_flow_run(argv) else ())
         for key, value in dict(request.get("per_command") or {}).items():
-            if key in wire.PER_COMMAND:
+            if key in own:
                 if value is None:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = str(value)
-        argv = [str(a) for a in request["argv"]]
         sys.argv = ["riskgate", *argv]
         sys.stdout.reconfigure(line_buffering=sys.stdout.isatty())  # type: ignore[union-attr]
         if spare is not None:
@@ -313,6 +322,26 @@ class Standby:
         for helper in self.lent.values():  # the gates that have them end with this process
             helper.drop_pipes()
         self.lent.clear()
+
+
+def _settings_environ() -> dict[str, str]:
+    """Prefect's settings set here (from the environment or a profile), as variables: what a
+    worker of this environment adds to each flow run's."""
+    from prefect.settings import get_current_settings
+
+    return {k: str(v) for k, v in
+            get_current_settings().to_environment_variables(exclude_unset=True).items()
+            if v is not None}
+
+
+def _a_flow_run(argv: list[str]) -> bool:
+    """``argv`` is a worker's ``riskgate flow-run`` (its flow run's id, if given, a UUID)."""
+    if argv[:1] != ["flow-run"] or len(argv) > 2:
+        return False
+    try:
+        return len(argv) == 1 or bool(uuid.UUID(argv[1]))
+    except ValueError:
+        return False
 
 
 def _stop_when_gone(conn: socket.socket) -> threading.Event:

@@ -34,6 +34,15 @@ from typing import Any
 ENV = "RISKGATE_STANDBY"
 #: variables a shell sets per command: not compared; the command's own go to its gate process
 PER_COMMAND = ("_", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "TERM")
+#: what a Prefect worker sets for each flow run it starts (Prefect's own list of the variables
+#: its runner owns, ``prefect.runner._workspace_supervisor``, less PATH and the API's): the
+#: run's id, its control channel, attribution, who runs its hooks, and the work pool's heartbeat.
+#: Not compared; a flow run's own go to its forked process (``riskgate flow-run``)
+PER_FLOW_RUN = ("PREFECT__FLOW_RUN_ID", "PREFECT__CONTROL_PORT", "PREFECT__CONTROL_TOKEN",
+                "PREFECT__WORKER_ID", "PREFECT__WORKER_NAME", "PREFECT__FLOW_ID",
+                "PREFECT__FLOW_NAME", "PREFECT__DEPLOYMENT_ID", "PREFECT__DEPLOYMENT_NAME",
+                "PREFECT__ENABLE_CANCELLATION_AND_CRASHED_HOOKS", "PREFECT__STORAGE_BASE_PATH",
+                "PREFECT__FLOW_ENTRYPOINT", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY")
 #: what every command sets before Prefect is imported (none of them sends analytics)
 ALWAYS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "GX_ANALYTICS_ENABLED": "False"}
 #: ... and without ``--verbose``: the summary tables replace Prefect's console log (the API's
@@ -87,14 +96,30 @@ def code_stamp() -> str:
     return h.hexdigest()
 
 
-def fingerprint(environ: Mapping[str, str], stamp: str) -> str:
-    """A digest of the code (:func:`code_stamp`) and of ``environ`` but
-    :data:`PER_COMMAND`: equal, a standby's gate process runs what the command would."""
+def fingerprint(environ: Mapping[str, str], stamp: str, flow_run: bool = False) -> str:
+    """A digest of the code (:func:`code_stamp`) and of ``environ`` but :data:`PER_COMMAND`
+    (and, for a worker's flow run, :data:`PER_FLOW_RUN`): equal, a standby's gate process
+    runs what the command would."""
     h = hashlib.sha256(stamp.encode())
-    for key in sorted(k for k in environ if k not in PER_COMMAND):
+    skip = {*PER_COMMAND, *(PER_FLOW_RUN if flow_run else ())}
+    for key in sorted(k for k in environ if k not in skip):
+        value = settings_value(key, environ[key]) if flow_run else environ[key]
         h.update(b"\0" + key.encode("utf-8", "surrogateescape") + b"=" +
-                 environ[key].encode("utf-8", "surrogateescape"))
+                 value.encode("utf-8", "surrogateescape"))
     return h.hexdigest()
+
+
+def settings_value(key: str, value: str) -> str:
+    """A Prefect setting's value as its meaning (``true`` for True, ``1.0`` for 1): a worker
+    writes its settings into each flow run's environment again, as Prefect serializes them."""
+    if not key.startswith("PREFECT_") or key.startswith("PREFECT__"):
+        return value
+    if value.lower() in ("true", "false"):
+        return value.lower()
+    try:
+        return repr(float(value))
+    except ValueError:
+        return value
 
 
 def unsafe_folder(path: str) -> str | None:

@@ -46,6 +46,7 @@ from . import (  # noqa: E402
     diff,
     emit,
     example,
+    flow_run,
     gate,
     history,
     init,
@@ -63,7 +64,7 @@ EXIT_USAGE = 64
 EXIT_INTERRUPTED = 130
 
 COMMANDS = (init, diff, measure, attack, alc, gate, config, report, ops, emit, history,
-            trust, example, standby)
+            trust, example, standby, flow_run)
 
 
 class Parser(argparse.ArgumentParser):

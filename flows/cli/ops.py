@@ -43,6 +43,11 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
                    metavar="SECONDS", help="seconds without a heartbeat after which a gate run "
                    "is declared lost with its worker and ends ERROR (at least 60: two of the "
                    "30 s heartbeats; default 90, and a redeploy without it keeps the last)")
+    d.add_argument("--standby", action=argparse.BooleanOptionalAction, default=None,
+                   help="the pool's workers start each flow run as `riskgate flow-run`: a fork "
+                   "of the standby named by the worker's $RISKGATE_STANDBY when one runs beside "
+                   "it, else Prefect's own engine (--no-standby: Prefect's command again; a "
+                   "redeploy without either keeps the last)")
     d.set_defaults(handler=cmd_deploy)
 
     ds = sub.add_parser("deployments", parents=[common],
@@ -91,24 +96,40 @@ def cmd_deployments(args: argparse.Namespace) -> int:
     return 0
 
 
-def ensure_work_pool(limit: int) -> bool:
+#: the pool's command with ``riskgate deploy --standby`` (:mod:`riskgate.flows.launch`)
+FLOW_RUN_COMMAND = "riskgate flow-run"
+
+
+def job_template(template: dict[str, Any], standby: bool | None) -> dict[str, Any]:
+    """A process work pool's job template with the gate processes' heartbeat in its
+    environment and, with ``standby`` True, ``riskgate flow-run`` as its command (False:
+    Prefect's own again; None: as it was), whatever else an administrator put there."""
+    from ..deployments import HEARTBEAT_S
+
+    props = template.setdefault("variables", {}).setdefault("properties", {})
+    env = props.setdefault("env", {"type": "object", "title": "Environment Variables"})
+    env["default"] = {**(env.get("default") or {}),
+                      "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S)}
+    if standby is not None:
+        command = props.setdefault("command", {"anyOf": [{"type": "string"}, {"type": "null"}],
+                                               "title": "Command"})
+        command["default"] = FLOW_RUN_COMMAND if standby else None
+    return template
+
+
+def ensure_work_pool(limit: int, standby: bool | None = None) -> bool:
     """Create the process work pool when missing; True when it was created. Either way the
     pool's concurrency limit is ``limit`` (runs beyond it wait Scheduled and start
     no process) and its job environment sets the gate processes' heartbeat (the lost-run
-    automation listens for it), keeping whatever else an administrator put there."""
+    automation listens for it), keeping whatever else an administrator put there. ``standby``
+    True sets its command to ``riskgate flow-run`` (:mod:`..launch`), False back to
+    Prefect's own, None keeps it."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import WorkPoolCreate, WorkPoolUpdate
     from prefect.exceptions import ObjectNotFound
     from prefect.workers.process import ProcessWorker
 
-    from ..deployments import HEARTBEAT_S, WORK_POOL
-
-    def with_heartbeat(template: dict[str, Any]) -> dict[str, Any]:
-        env = template.setdefault("variables", {}).setdefault("properties", {}).setdefault(
-            "env", {"type": "object", "title": "Environment Variables"})
-        env["default"] = {**(env.get("default") or {}),
-                          "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S)}
-        return template
+    from ..deployments import WORK_POOL
 
     with get_client(sync_client=True) as client:
         try:
@@ -116,13 +137,13 @@ def ensure_work_pool(limit: int) -> bool:
         except ObjectNotFound:
             client.create_work_pool(WorkPoolCreate(
                 name=WORK_POOL, type="process", concurrency_limit=limit,
-                base_job_template=with_heartbeat(
-                    ProcessWorker.get_default_base_job_template())))
+                base_job_template=job_template(
+                    ProcessWorker.get_default_base_job_template(), standby)))
             created = True
         else:
             client.update_work_pool(WORK_POOL, WorkPoolUpdate(
                 concurrency_limit=limit,
-                base_job_template=with_heartbeat(dict(pool.base_job_template or {}))))
+                base_job_template=job_template(dict(pool.base_job_template or {}), standby)))
             created = False
         ensure_watch_queue(client)
         return created
@@ -339,10 +360,15 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     recorded = recorded_tags()
     every = args.watch_every or deployed_interval() or WATCH_EVERY_S
     gate_limit = current_gate_limit()
-    created = ensure_work_pool(gate_limit)
+    created = ensure_work_pool(gate_limit, args.standby)
     out.print(f"{'created' if created else 'updated'} work pool riskgate-process (type "
               f"process): at most {gate_limit} gate runs start at once, the others wait "
               "Scheduled")
+    if args.standby is not None:
+        out.print("its workers start each flow run as " + (
+            f"`{FLOW_RUN_COMMAND}`: a fork of the standby of their $RISKGATE_STANDBY where "
+            "one runs beside them, else Prefect's engine" if args.standby else
+            "Prefect's engine (`python -m prefect.engine`)"))
     cmd = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all", "--prefect-file",
            str(path)]
     out.print(f"deploying to {url}: {' '.join(cmd[2:])}")

@@ -5,6 +5,7 @@ script runs as a user runs it; the standby is a real process on a real socket.""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -198,7 +199,8 @@ def test_the_standby_forks_for_gates_alone(standby):
     request = {"argv": ["init", "--out", "x"], "cwd": "/", "umask": 0o22, "started": 0.0,
                "fingerprint": wire.fingerprint(env, wire.code_stamp()), "per_command": {}}
     before = standby.forked()
-    for ask, why in ((request, "runs `riskgate gate` alone"),
+    alone = "runs `riskgate gate` and a worker's `riskgate flow-run` alone"
+    for ask, why in ((request, alone), ({**request, "argv": ["flow-run", "--config", "x"]}, alone),
                      ({**request, "argv": "gate"}, "not a command's")):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(30)
@@ -287,3 +289,111 @@ def test_an_unsafe_socket_path_is_named(tmp_path):
     assert "not a folder (a link?)" in str(wire.unsafe_folder(str(link / "s.sock")))
     assert wire.unsafe_folder(str(real / "s.sock")) is None
     assert "too long" in str(wire.unsafe_folder(str(real / ("s" * 120))))
+
+
+def test_a_worker_of_a_standby_pool_runs_each_flow_run_in_a_fork_of_its_standby(
+        tmp_path, example_files, prefect_server):
+    """``riskgate deploy --standby``'s pool: the worker starts ``riskgate flow-run``, which a
+    standby of the worker's environment forks (with the pool's heartbeat, which the lost-run
+    automation listens for), and which, with no standby answering, runs as Prefect's engine."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.deployments import run_deployment
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+    from prefect.workers.process import ProcessWorker
+
+    from riskgate.flows.cli.ops import FLOW_RUN_COMMAND, job_template
+
+    pool = f"riskgate-standby-{os.getpid()}"
+    template = job_template(ProcessWorker.get_default_base_job_template(), True)
+    assert template["variables"]["properties"]["command"]["default"] == FLOW_RUN_COMMAND
+    again = job_template(copy.deepcopy(template), False)  # --no-standby: Prefect's own
+    assert again["variables"]["properties"]["command"]["default"] is None
+    folder = tempfile.mkdtemp(prefix="rg-fr-")
+    # one environment for both, as a service file gives it: the worker's settings (as it
+    # writes them again into each run's environment: 1 -> 1.0) and `riskgate` on its PATH
+    env = {**prefect_server.env(), wire.ENV: os.path.join(folder, "s.sock"),
+           "PREFECT_WORKER_QUERY_SECONDS": "1",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(WorkPoolCreate(name=pool, type="process",
+                                               base_job_template=template))
+        flow_id = client.create_flow_from_name("release-gate")
+        deployment = client.create_deployment(
+            flow_id=flow_id, name=pool, work_pool_name=pool, pull_steps=[],
+            entrypoint="riskgate.flows.release_gate.release_gate")
+    log = tmp_path / "standby.log"
+    with open(log, "wb") as fh:
+        sb = subprocess.Popen([RISKGATE, "standby"], env=env, cwd=ROOT, stdout=fh,
+                              stderr=subprocess.STDOUT)
+    worker_log = tmp_path / "worker.log"
+    with open(worker_log, "wb") as fh:
+        worker = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool",
+                                   pool], env=env, cwd=tmp_path, stdout=fh,
+                                  stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while "standby ready" not in log.read_text():
+            assert sb.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        runs = {}
+        for name in ("forked", "alone"):
+            if name == "alone":  # no standby answers: the run is Prefect's engine's own
+                sb.terminate()
+                sb.wait(30)
+            config = _config(tmp_path, example_files, f"flow-run-{name}", every=False)
+            run = run_deployment(deployment, parameters={"config": str(config)}, timeout=300)
+            assert run.state is not None and run.state.type.value == "COMPLETED", (
+                run.state, worker_log.read_text()[-3000:])
+            decision = json.loads(next((tmp_path / f"flow-run-{name}").rglob(
+                "decision.json")).read_text())
+            assert decision["verdict"] == "APPROVED" and decision["flow_run_id"] == str(run.id)
+            runs[name] = run
+        forked = [line for line in log.read_text().splitlines()
+                  if line.startswith("gate process ")]
+        assert len(forked) == 1 and forked[0].endswith("forked for a worker's flow run"), \
+            log.read_text()
+        assert "no standby answers" in worker_log.read_text()  # the second run said why
+        with get_client(sync_client=True) as client:  # the pool's heartbeat, in the fork too
+            for run in runs.values():
+                deadline = time.monotonic() + 30  # the server stores events every few seconds
+                while True:
+                    beats = client.read_events(filter=EventFilter(
+                        event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
+                        resource=EventResourceFilter(id=[f"prefect.flow-run.{run.id}"])),
+                        limit=5)
+                    if beats.events or time.monotonic() > deadline:
+                        break
+                    time.sleep(1)
+                assert beats.events, f"no heartbeat from {run.id}"
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(timeout=30)
+        if sb.poll() is None:
+            sb.terminate()
+            sb.wait(30)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_forked_flow_run_beats_as_the_pool_says():
+    """The fork takes the pool's heartbeat from the worker's environment, in place of the
+    standby's (Prefect's 180 s default would have a living gate declared lost)."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY
+
+    from riskgate.flows.cli.flow_run import run_settings
+    from riskgate.flows.deployments import HEARTBEAT_S
+
+    assert run_settings({"PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S)}) == {
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY: HEARTBEAT_S}
+    assert run_settings({}) == {}
+    # a worker writes its settings into a run's environment again, as Prefect serializes them
+    assert wire.fingerprint({"PREFECT_WORKER_QUERY_SECONDS": "1"}, "c", flow_run=True) == \
+        wire.fingerprint({"PREFECT_WORKER_QUERY_SECONDS": "1.0"}, "c", flow_run=True)
+    assert wire.fingerprint({"PREFECT_X": "True", "PREFECT__FLOW_RUN_ID": "a"}, "c",
+                            flow_run=True) == wire.fingerprint({"PREFECT_X": "true"}, "c",
+                                                               flow_run=True)
+    assert wire.fingerprint({"PREFECT__FLOW_RUN_ID": "a"}, "c") != wire.fingerprint({}, "c")

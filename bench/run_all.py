@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 for name in ("equivalence", "sdc", "population", "attacks", "alc", "copies", "membership",
-             "utility", "composition", "scan", "diff", "gate", "around", "many", "load",
-             "dask_scale"):
+             "utility", "composition", "scan", "diff", "gate", "around", "many", "triggered",
+             "load", "dask_scale"):
     print(f"\n=== bench/{name}.py", flush=True)
     subprocess.run([sys.executable, "-m", f"bench.{name}"], check=True, cwd=ROOT)

@@ -7,11 +7,10 @@ anything. Here, in a standby's forked process, it runs Prefect's engine itself."
 from __future__ import annotations
 
 import argparse
-import os
 import runpy
 import sys
 import warnings
-from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 
@@ -26,26 +25,22 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     f.set_defaults(handler=run)
 
 
-def run_settings(environ: Mapping[str, str]) -> dict[Any, Any]:
-    """The settings a worker gives a flow run in its environment that a standby's fork must
-    take from there (Prefect read the standby's own when it was imported): the work pool's
-    heartbeat (``riskgate deploy`` sets 30 s; Prefect's default, 180 s, would have the lost-run
-    automation end a living gate after 90 s)."""
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY
+def run_settings() -> AbstractContextManager[Any]:
+    """Prefect's settings as this flow run's environment has them: the worker's per-run
+    variables the standby's fork was given, the work pool's heartbeat among them (Prefect
+    read the standby's settings when it was imported; entering a settings context reads the
+    environment again). Without it the run would beat every 180 s, Prefect's default, and the
+    lost-run automation (60-90 s of silence) would end a living gate."""
+    from prefect.settings import temporary_settings
 
-    beat = environ.get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "").strip()
-    return {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: int(beat)} if beat.isdigit() else {}
+    return temporary_settings()
 
 
 def run(args: argparse.Namespace) -> int:
     """Prefect's engine (``python -m prefect.engine``, its own code) on the worker's flow run,
-    with the work pool's heartbeat: the standby read its settings before the worker set it
-    (the lost-run automation listens for those beats). Its exit code is the engine's."""
-    from prefect.settings import temporary_settings
-
-    updates = run_settings(os.environ)
+    under this run's settings (:func:`run_settings`). Its exit code is the engine's."""
     sys.argv = ["prefect.engine", *([args.flow_run_id] if args.flow_run_id else [])]
-    with temporary_settings(updates=updates), warnings.catch_warnings():  # type: ignore[arg-type]
+    with run_settings(), warnings.catch_warnings():
         # the standby imported the module: its main block runs all the same
         warnings.filterwarnings("ignore", "'prefect.engine' found in sys.modules",
                                 RuntimeWarning)

@@ -379,17 +379,20 @@ def test_a_worker_of_a_standby_pool_runs_each_flow_run_in_a_fork_of_its_standby(
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_a_forked_flow_run_beats_as_the_pool_says():
-    """The fork takes the pool's heartbeat from the worker's environment, in place of the
-    standby's (Prefect's 180 s default would have a living gate declared lost)."""
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY
+def test_a_forked_flow_run_beats_as_the_pool_says(monkeypatch):
+    """The fork runs under the settings of the worker's environment for the run, not under
+    those Prefect read when the standby imported it: the pool's heartbeat among them
+    (Prefect's 180 s default would have a living gate declared lost)."""
+    from prefect.settings import get_current_settings
 
     from riskgate.flows.cli.flow_run import run_settings
     from riskgate.flows.deployments import HEARTBEAT_S
 
-    assert run_settings({"PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S)}) == {
-        PREFECT_FLOWS_HEARTBEAT_FREQUENCY: HEARTBEAT_S}
-    assert run_settings({}) == {}
+    before = get_current_settings().flows.heartbeat_frequency
+    monkeypatch.setenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_S))
+    assert get_current_settings().flows.heartbeat_frequency == before  # read at import
+    with run_settings():
+        assert get_current_settings().flows.heartbeat_frequency == HEARTBEAT_S
     # a worker writes its settings into a run's environment again, as Prefect serializes them
     assert wire.fingerprint({"PREFECT_WORKER_QUERY_SECONDS": "1"}, "c", flow_run=True) == \
         wire.fingerprint({"PREFECT_WORKER_QUERY_SECONDS": "1.0"}, "c", flow_run=True)

@@ -22,17 +22,13 @@ EXIT_ERROR = 3
 ANSWER_S = 10.0
 
 
-#: the command a worker starts per flow run (:func:`run`)
-FLOW_RUN = "flow-run"
-
-
 def run() -> NoReturn:
     """Run the command: through a standby where it may, else in this process (a worker's
     flow run: as Prefect's engine, which it then is)."""
     code = in_standby(sys.argv[1:])
     if code is not None:
         os._exit(code)
-    if sys.argv[1:2] == [FLOW_RUN] and not {"-h", "--help"} & set(sys.argv[2:]):
+    if sys.argv[1:2] == [wire.FLOW_RUN] and not {"-h", "--help"} & set(sys.argv[2:]):
         os.execv(sys.executable, [sys.executable, "-m", "prefect.engine", *sys.argv[2:3]])
     from .cli import run as run_here
 
@@ -44,10 +40,10 @@ def in_standby(argv: list[str]) -> int | None:
     this process should run the command itself (no standby named, another command,
     ``--verbose`` or ``--help``, or a standby it may not use: that one says why on stderr)."""
     path = os.environ.get(wire.ENV, "").strip()
-    if not path or argv[:1] not in (["gate"], [FLOW_RUN]) or \
+    if not path or argv[:1] not in (["gate"], [wire.FLOW_RUN]) or \
             {"-h", "--help", "--verbose"} & set(argv[1:]):
         return None
-    flow_run = argv[:1] == [FLOW_RUN]
+    flow_run = argv[:1] == [wire.FLOW_RUN]
     started = time.time() - wire.process_age()
     why = wire.unsafe_folder(path)
     if why is not None:

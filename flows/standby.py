@@ -336,7 +336,7 @@ def _settings_environ() -> dict[str, str]:
 
 def _a_flow_run(argv: list[str]) -> bool:
     """``argv`` is a worker's ``riskgate flow-run`` (its flow run's id, if given, a UUID)."""
-    if argv[:1] != ["flow-run"] or len(argv) > 2:
+    if argv[:1] != [wire.FLOW_RUN] or len(argv) > 2:
         return False
     try:
         return len(argv) == 1 or bool(uuid.UUID(argv[1]))

@@ -34,6 +34,9 @@ from typing import Any
 ENV = "RISKGATE_STANDBY"
 #: variables a shell sets per command: not compared; the command's own go to its gate process
 PER_COMMAND = ("_", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "TERM")
+#: the command a Prefect worker starts for each flow run of a pool set up with
+#: ``riskgate deploy --standby`` (:mod:`riskgate.flows.launch`)
+FLOW_RUN = "flow-run"
 #: what a Prefect worker sets for each flow run it starts (Prefect's own list of the variables
 #: its runner owns, ``prefect.runner._workspace_supervisor``, less PATH and the API's): the
 #: run's id, its control channel, attribution, who runs its hooks, and the work pool's heartbeat.

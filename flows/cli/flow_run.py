@@ -13,10 +13,12 @@ import warnings
 from contextlib import AbstractContextManager
 from typing import Any
 
+from ..standby_wire import FLOW_RUN
+
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     f = sub.add_parser(
-        "flow-run", parents=[common],
+        FLOW_RUN, parents=[common],
         help="run the flow run a Prefect worker started (its id in $PREFECT__FLOW_RUN_ID), "
              "in a fork of the standby of $RISKGATE_STANDBY when there is one; set as the work "
              "pool's command by `riskgate deploy --standby`")

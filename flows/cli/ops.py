@@ -14,6 +14,7 @@ from riskcore.errors import ConfigError, RiskgateError
 from riskcore.redact import redact_text
 from riskcore.storage import check_url
 
+from ..standby_wire import FLOW_RUN
 from .common import api_url, out
 
 DEFAULT_PREFECT_FILE = "deployments/prefect.yaml"
@@ -97,7 +98,7 @@ def cmd_deployments(args: argparse.Namespace) -> int:
 
 
 #: the pool's command with ``riskgate deploy --standby`` (:mod:`riskgate.flows.launch`)
-FLOW_RUN_COMMAND = "riskgate flow-run"
+FLOW_RUN_COMMAND = f"riskgate {FLOW_RUN}"
 
 
 def job_template(template: dict[str, Any], standby: bool | None) -> dict[str, Any]:

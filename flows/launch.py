@@ -29,7 +29,8 @@ def run() -> NoReturn:
     if code is not None:
         os._exit(code)
     if sys.argv[1:2] == [wire.FLOW_RUN] and not {"-h", "--help"} & set(sys.argv[2:]):
-        os.execv(sys.executable, [sys.executable, "-m", "prefect.engine", *sys.argv[2:3]])
+        run_id = [a for a in sys.argv[2:] if not a.startswith("-")][:1]  # not --verbose
+        os.execv(sys.executable, [sys.executable, "-m", "prefect.engine", *run_id])
     from .cli import run as run_here
 
     run_here()

@@ -33,7 +33,10 @@ RUNS = 4
 POOLS = {"Prefect's command": False, "riskgate flow-run, forked from a standby": True}
 
 
-def _deploy(name: str, standby: bool) -> Any:
+def deploy_gate_pool(name: str, standby: bool) -> Any:
+    """A process pool ``name`` (with ``riskgate deploy``'s job template: the heartbeat, and
+    ``riskgate flow-run`` as its command when ``standby``) and a deployment of the gate's flow
+    to it, taking its config as a parameter; the deployment's id."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import WorkPoolCreate
     from prefect.workers.process import ProcessWorker
@@ -96,7 +99,7 @@ def main() -> None:
     with private_server(home=str(folder / "prefect-home")) as api, \
             temporary_settings(updates={PREFECT_API_URL: api}):  # Prefect read it at import
         os.environ.update({**env, "PREFECT_API_URL": api})
-        deployments = {label: _deploy(f"bench-{i}", standby)
+        deployments = {label: deploy_gate_pool(f"bench-{i}", standby)
                        for i, (label, standby) in enumerate(POOLS.items())}
         standby = start_standby(env["RISKGATE_STANDBY"], folder / "standby.log")
         workers = []

@@ -302,11 +302,11 @@ def test_a_worker_of_a_standby_pool_runs_each_flow_run_in_a_fork_of_its_standby(
     standby of the worker's environment forks (with the pool's heartbeat, which the lost-run
     automation listens for), and which, with no standby answering, runs as Prefect's engine."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
     from prefect.deployments import run_deployment
     from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
     from prefect.workers.process import ProcessWorker
 
+    from bench.triggered import deploy_gate_pool
     from riskgate.flows.cli.ops import FLOW_RUN_COMMAND, job_template
 
     pool = f"riskgate-standby-{os.getpid()}"
@@ -320,13 +320,7 @@ def test_a_worker_of_a_standby_pool_runs_each_flow_run_in_a_fork_of_its_standby(
     env = {**prefect_server.env(), wire.ENV: os.path.join(folder, "s.sock"),
            "PREFECT_WORKER_QUERY_SECONDS": "1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    with get_client(sync_client=True) as client:
-        client.create_work_pool(WorkPoolCreate(name=pool, type="process",
-                                               base_job_template=template))
-        flow_id = client.create_flow_from_name("release-gate")
-        deployment = client.create_deployment(
-            flow_id=flow_id, name=pool, work_pool_name=pool, pull_steps=[],
-            entrypoint="riskgate.flows.release_gate.release_gate")
+    deployment = deploy_gate_pool(pool, standby=True)
     log = tmp_path / "standby.log"
     with open(log, "wb") as fh:
         sb = subprocess.Popen([RISKGATE, "standby"], env=env, cwd=ROOT, stdout=fh,

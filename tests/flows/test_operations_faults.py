@@ -130,6 +130,30 @@ def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):
 
 
 @pytest.mark.usefixtures("lost_run")  # run in the minute the lost run stays silent
+def test_a_run_cancelled_in_the_ui_ends_error(ops):
+    """Cancel a running gate as the UI does (the state Cancelling, through the API): the
+    worker's cancellation observer stops the process, the flow's cancellation hook writes the
+    ERROR verdict (decision, event, tag) and the run ends Cancelled; the pipeline's wait exits
+    3. A gate that ran on would write a verdict for a run its operator had stopped."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Cancelling
+
+    waiting, paused = _paused_and_waiting(ops, "ops-cancelled")
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(paused.id, Cancelling(), force=True)
+    out, _ = waiting.communicate(timeout=120)
+    assert waiting.returncode == 3, out
+    assert "verdict: ERROR" in out, out
+    assert [e.event for e in _verdict_events("ops-cancelled")] == ["riskgate.release.error"]
+    run = _flow_run(str(paused.id))
+    assert run.state.type.value == "CANCELLED", run.state
+    assert "verdict:ERROR" in run.tags
+    decision = _decision(ops, "ops-cancelled")
+    assert decision["verdict"] == "ERROR", decision
+    assert not _processes_of_run(paused.id)
+
+
+@pytest.mark.usefixtures("lost_run")  # run in the minute the lost run stays silent
 def test_history_lists_a_releases_runs_newest_first(ops):
     """The release's runs from the output store, with a report link."""
     first, second = _emit_all(ops, ("ops-history",), ("ops-history",))

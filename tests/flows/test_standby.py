@@ -16,12 +16,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from riskgate.flows import standby_wire as wire
-from tests.conftest import POLICY, ROOT
+from tests.conftest import POLICY, ROOT, wait_for_paused_run
 
 pytestmark = pytest.mark.integration
 
@@ -333,6 +334,7 @@ def test_a_worker_of_a_standby_pool_runs_each_flow_run_in_a_fork_of_its_standby(
     try:
         _wait_ready(sb, log)
         runs = {}
+        _cancel_a_forked_review(tmp_path, example_files, deployment)
         for name in ("forked", "alone"):
             if name == "alone":  # no standby answers: the run is Prefect's engine's own
                 sb.terminate()
@@ -347,8 +349,8 @@ def test_a_worker_of_a_standby_pool_runs_each_flow_run_in_a_fork_of_its_standby(
             runs[name] = run
         forked = [line for line in log.read_text().splitlines()
                   if line.startswith("gate process ")]
-        assert len(forked) == 1 and forked[0].endswith("forked for a worker's flow run"), \
-            log.read_text()
+        assert len(forked) == 2 and all(line.endswith("forked for a worker's flow run")
+                                        for line in forked), log.read_text()
         assert "no standby answers" in worker_log.read_text()  # the second run said why
         with get_client(sync_client=True) as client:  # the pool's heartbeat, in the fork too
             for run in runs.values():
@@ -373,6 +375,39 @@ def test_a_worker_of_a_standby_pool_runs_each_flow_run_in_a_fork_of_its_standby(
             sb.terminate()
             sb.wait(30)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _cancel_a_forked_review(tmp_path: Path, files: dict[str, Path], deployment: Any) -> None:
+    """A forked gate paused for review, cancelled as the UI cancels it: the run ends
+    Cancelled with an ERROR decision for its id. The worker signals ``riskgate flow-run``,
+    which passes the signal on to the fork; were that to fail, the worker kills the launcher
+    30 s later and the fork stops when its end of the socket closes (both paths tried: the
+    outcome is the same, the second half a minute later). A fork that ran on would leave the
+    run Cancelling and its reviewer waiting."""
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.states import Cancelling
+
+    config = _config(tmp_path, files, "flow-run-cancelled", every=False)
+    cfg = yaml.safe_load(config.read_text())
+    cfg.update(policy={"version": 1, "checks": [{"figure": "k_anonymity.k", "min": 100,
+                                                "review_min": 1}]},
+               review="pause", review_timeout_s=300)
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    run_deployment(deployment, parameters={"config": str(config)}, timeout=0)
+    paused = wait_for_paused_run("standby-flow-run-cancelled")
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(paused.id, Cancelling(), force=True)
+        deadline = time.monotonic() + 120
+        while True:
+            run = client.read_flow_run(paused.id)
+            if run.state.is_final() or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    assert run.state.type.value == "CANCELLED", run.state
+    decision = json.loads(next((tmp_path / "flow-run-cancelled").rglob(
+        "decision.json")).read_text())
+    assert decision["verdict"] == "ERROR" and decision["flow_run_id"] == str(paused.id)
 
 
 def test_a_forked_flow_run_beats_as_the_pool_says(monkeypatch):

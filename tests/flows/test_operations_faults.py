@@ -131,10 +131,11 @@ def test_a_killed_gate_process_ends_error_for_the_waiting_pipeline(ops):
 
 @pytest.mark.usefixtures("lost_run")  # run in the minute the lost run stays silent
 def test_a_run_cancelled_in_the_ui_ends_error(ops):
-    """Cancel a running gate as the UI does (the state Cancelling, through the API): the
-    worker's cancellation observer stops the process, the flow's cancellation hook writes the
-    ERROR verdict (decision, event, tag) and the run ends Cancelled; the pipeline's wait exits
-    3. A gate that ran on would write a verdict for a run its operator had stopped."""
+    """Cancel a gate paused for review as the UI does (the state Cancelling, through the
+    API): the worker's cancellation observer stops the process, the gate writes its ERROR
+    verdict (decision, event, tag; the flow's cancellation hook would, had it not) and the run
+    ends Cancelled; the pipeline's wait exits 3. A gate that ran on would keep the run
+    Cancelling and the pipeline waiting for a run its operator had stopped."""
     from prefect.client.orchestration import get_client
     from prefect.states import Cancelling
 

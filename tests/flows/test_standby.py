@@ -23,6 +23,7 @@ import yaml
 
 from riskgate.flows import standby_wire as wire
 from tests.conftest import POLICY, ROOT, wait_for_paused_run
+from tests.flows.operations_support import _flow_run
 
 pytestmark = pytest.mark.integration
 
@@ -398,12 +399,7 @@ def _cancel_a_forked_review(tmp_path: Path, files: dict[str, Path], deployment: 
     paused = wait_for_paused_run("standby-flow-run-cancelled")
     with get_client(sync_client=True) as client:
         client.set_flow_run_state(paused.id, Cancelling(), force=True)
-        deadline = time.monotonic() + 120
-        while True:
-            run = client.read_flow_run(paused.id)
-            if run.state.is_final() or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+    run = _flow_run(str(paused.id))
     assert run.state.type.value == "CANCELLED", run.state
     decision = json.loads(next((tmp_path / "flow-run-cancelled").rglob(
         "decision.json")).read_text())

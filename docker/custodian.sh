@@ -1,8 +1,9 @@
 #!/bin/sh
 # The custodian's one-shot service: the example's original and the gate config in the
 # custodian's buckets, a signing key for the signer (kept in its own volume), the public key
-# where publishers read it, then the deploy that pins the config and starts the release
-# watcher. The judged pipeline (demo.sh) gets none of this: only write access to its prefix.
+# where publishers read it, then the deploy that pins the config, starts the release
+# watcher and has the worker fork each flow run from its standby (docker/worker.sh). The
+# judged pipeline (demo.sh) gets none of this: only write access to its prefix.
 set -eu
 keys="${KEYS_DIR:-/keys}"
 riskgate example /tmp/custodian
@@ -27,5 +28,5 @@ with fs.open("riskgate-config/gate.yaml", "w") as fh:
 fs.put("examples/policy.yaml", "riskgate-config/policy.yaml")
 fs.put(f"{keys}/riskgate-signing.pub", "riskgate-config/riskgate-signing.pub")
 PY
-riskgate deploy --prefect-file deployments/prefect.yaml \
+riskgate deploy --prefect-file deployments/prefect.yaml --standby \
     --trigger-config s3://riskgate-config/gate.yaml --watch-every "${WATCH_EVERY:-10}"

@@ -91,8 +91,9 @@ def test_triggered_runs_gate_the_emitted_file_and_end_in_verdict_states(ops):
 
 def test_the_compose_demo_runs_outside_docker(ops):
     """docker/custodian.sh and docker/demo.sh, as the compose services run them, against the
-    same server and S3: the custodian deploys under its pinned config (the signer restarted
-    for it, as the compose signer starts after the custodian), the pipeline writes its release
+    same server and S3: the custodian deploys under its pinned config, with flow runs forked
+    from the worker's standby (the signer restarted for it, as the compose signer starts after
+    the custodian), the pipeline writes its release
     and manifest with no Prefect API in its environment, the watcher finds it, and the
     publishing step's riskgate verify refuses the NEEDS_REVIEW decision."""
     import os
@@ -106,6 +107,12 @@ def test_the_compose_demo_runs_outside_docker(ops):
         assert done.returncode == 0, done.stdout + done.stderr
         assert "triggered gate: config pinned" in done.stdout
         assert "watch-releases looks every 10 s" in done.stdout
+        # the compose worker (docker/worker.sh) runs a standby beside it; this suite's worker
+        # runs none and cannot run `riskgate` as its user: Prefect's command back, config kept
+        assert "start each flow run as `riskgate flow-run`" in done.stdout, done.stdout
+        back = _run(RISKGATE + ["deploy", "--no-standby"], ops["env"])
+        assert back.returncode == 0 and "Prefect's engine" in back.stdout, back.stdout
+        assert "keeps its pinned config s3://riskgate-config/gate.yaml" in back.stdout
         ops["start_signer"]("s3://riskgate-config/gate.yaml")
         pipeline = {k: v for k, v in custodian.items() if not k.startswith("PREFECT_")}
         done = subprocess.run(["sh", "docker/demo.sh"], env={**pipeline, "DEMO_TIMEOUT": "240"},

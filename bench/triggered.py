@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -96,7 +97,10 @@ def main() -> None:
     loads: dict[str, list[float]] = {k: [] for k in POOLS}
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with private_server(home=str(folder / "prefect-home")) as api, \
+    home = folder / "prefect-home"
+    shutil.rmtree(home, ignore_errors=True)  # a new server: the last run's pools stay in its
+    # database, and creating them again fails (bench/triggered.py's second run did)
+    with private_server(home=str(home)) as api, \
             temporary_settings(updates={PREFECT_API_URL: api}):  # Prefect read it at import
         os.environ.update({**env, "PREFECT_API_URL": api})
         deployments = {label: deploy_gate_pool(f"bench-{i}", standby)

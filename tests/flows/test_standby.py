@@ -69,9 +69,10 @@ def _wait_ready(proc: subprocess.Popen[bytes], log: Path) -> None:
         time.sleep(0.1)
 
 
-def _config(tmp_path: Path, files: dict[str, Path], name: str, every: bool = True) -> Path:
+def _config(tmp_path: Path, files: dict[str, Path], name: str, every: bool = True,
+            **extra: Any) -> Path:
     """The example config (every family, or the equivalence classes' alone) on the suite's
-    example tables."""
+    example tables, with ``extra``'s keys last."""
     cfg = yaml.safe_load((ROOT / "examples/gate.yaml").read_text())
     if not every:
         cfg["measures"] = {"k_anonymity": {}, "reid": {"threshold": 0.1}, "l_diversity": {},
@@ -82,6 +83,7 @@ def _config(tmp_path: Path, files: dict[str, Path], name: str, every: bool = Tru
     cfg["generalization"] = {"age": "interval"}  # not the demo's hierarchy file
     if not every:
         cfg["policy"] = POLICY
+    cfg.update(extra)
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -389,12 +391,10 @@ def _cancel_a_forked_review(tmp_path: Path, files: dict[str, Path], deployment: 
     from prefect.deployments import run_deployment
     from prefect.states import Cancelling
 
-    config = _config(tmp_path, files, "flow-run-cancelled", every=False)
-    cfg = yaml.safe_load(config.read_text())
-    cfg.update(policy={"version": 1, "checks": [{"figure": "k_anonymity.k", "min": 100,
-                                                "review_min": 1}]},
-               review="pause", review_timeout_s=300)
-    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    config = _config(tmp_path, files, "flow-run-cancelled", every=False,
+                     policy={"version": 1, "checks": [{"figure": "k_anonymity.k", "min": 100,
+                                                       "review_min": 1}]},
+                     review="pause", review_timeout_s=300)
     run_deployment(deployment, parameters={"config": str(config)}, timeout=0)
     paused = wait_for_paused_run("standby-flow-run-cancelled")
     with get_client(sync_client=True) as client:

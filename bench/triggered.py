@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +80,29 @@ def _one(deployment: Any, config: Path) -> tuple[float, float, float, str]:
     return wall, _work(decision["timings"]), start, decision["verdict"]
 
 
+@contextmanager
+def server_database() -> Iterator[str | None]:
+    """The private server's database: ``$BENCH_DATABASE_URL``, else a throwaway PostgreSQL
+    cluster (tests/postgres.py) when ``initdb`` is here, as production and compose run Prefect;
+    else None (SQLite in the server's home). On SQLite, with two workers asking every second,
+    Prefect's server held its write lock for 60 s at times (its log: "database is locked",
+    then a 60,214 ms ``mark_work_queues_ready``; Prefect issue #23051): one run in 8-12 then
+    waited a minute for its start or its last writes, whichever pool it was in."""
+    from tests import postgres
+
+    given = os.environ.get("BENCH_DATABASE_URL")
+    if given or not postgres.available():
+        yield given
+        return
+    cluster = tempfile.mkdtemp(prefix="riskgate-bench-pg-")  # where the cluster's user may go
+    url = postgres.start(cluster)
+    try:
+        yield url
+    finally:
+        postgres.stop(cluster)
+        shutil.rmtree(cluster, ignore_errors=True)
+
+
 def main() -> None:
     from riskgate.flows.local_api import private_server
 
@@ -100,9 +125,15 @@ def main() -> None:
     home = folder / "prefect-home"
     shutil.rmtree(home, ignore_errors=True)  # a new server: the last run's pools stay in its
     # database, and creating them again fails (bench/triggered.py's second run did)
-    with private_server(home=str(home)) as api, \
+    server_log = folder / "server.log"
+    server_log.unlink(missing_ok=True)
+    n_runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    with server_database() as database_url, \
+            private_server(home=str(home), log=str(server_log),
+                           database_url=database_url) as api, \
             temporary_settings(updates={PREFECT_API_URL: api}):  # Prefect read it at import
         os.environ.update({**env, "PREFECT_API_URL": api})
+        database = "PostgreSQL" if (database_url or "").startswith("postgresql") else "SQLite"
         deployments = {label: deploy_gate_pool(f"bench-{i}", standby)
                        for i, (label, standby) in enumerate(POOLS.items())}
         standby = start_standby(env["RISKGATE_STANDBY"], folder / "standby.log")
@@ -115,7 +146,7 @@ def main() -> None:
                     stderr=subprocess.STDOUT))
         try:
             time.sleep(5)  # the workers are up
-            for i in range(RUNS):
+            for i in range(n_runs):
                 order = list(POOLS) if i % 2 == 0 else list(reversed(POOLS))
                 for label in order:
                     loads[label].append(os.getloadavg()[0])
@@ -131,7 +162,7 @@ def main() -> None:
             standby.wait(30)
     forked = [ln for ln in (folder / "standby.log").read_text().splitlines()
               if "forked for a worker's flow run" in ln]
-    assert len(forked) == RUNS, "a run of the standby's pool was not forked"
+    assert len(forked) == n_runs, "a run of the standby's pool was not forked"
     rows, record = [], {}
     base = statistics.median(w for w, *_ in results[next(iter(POOLS))])
     for label, runs in results.items():
@@ -147,8 +178,8 @@ def main() -> None:
                          "start_s": start}
     text = print_table(
         f"deployed gates through a worker (the demo, 6,000 rows, every family; median of "
-        f"{RUNS} alternated runs; wall = the run's creation to its final state; start = to its "
-        "Running state; the worker asks for runs every second)",
+        f"{n_runs} alternated runs; the server on {database}; wall = the run's creation to its "
+        "final state; start = to its Running state; the worker asks for runs every second)",
         ["flow run started with", "wall s", "data work s", "around s", "start s",
          "speed-up", "target", "met", "verdict", "load"], rows)
     (OUT / "triggered.txt").write_text(text + "\n")

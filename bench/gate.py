@@ -209,6 +209,44 @@ def family_seconds(config: Path) -> list[tuple[str, float]]:
     return sorted(out, key=lambda x: -x[1])
 
 
+def checks_parts(config: Path) -> list[tuple[str, float]]:
+    """The parts of the checks phase (the stretch where the checks, the release's diff and the
+    encoding run side by side), each alone in this process on the config's loaded and
+    prepared tables, best of three, largest first: what the phase's critical path is made of
+    (in the gate the diff and Great Expectations' suites share its helper process, one after
+    the other; the rest shares this one)."""
+    from riskcore.gate import cleanliness
+    from riskcore.gate.config import load_gate
+    from riskcore.gate.encoding import encode_measured
+    from riskcore.gate.prepare import prepare_tables
+    from riskcore.gate.run import LocalSteps, _read_release
+
+    gate = load_gate(str(config))
+    frames, infos = LocalSteps().load(gate, {})
+    frames, _ = prepare_tables(gate.config, frames, infos)
+    roles = gate.config.role_spec
+    tables = {t: frames.get(t) for t in ("original", "released", "control")}
+    parts = {
+        "the release's diff (riskgate diff, on a 20,000-row sample)":
+            lambda: _read_release(gate, tables),
+        "the encoding": lambda: encode_measured(gate, frames),
+        "the identifier scan": lambda: cleanliness._identifier_checks(
+            frames, roles, gate.config.identifiers),
+        "the columns' types": lambda: cleanliness.declared_types(frames, roles),
+        "each column's distinct values": lambda: [cleanliness.DistinctValues.of(df)
+                                                  for df in frames.values()],
+    }
+    out = []
+    for name, fn in parts.items():
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        out.append((name, best))
+    return sorted(out, key=lambda x: -x[1])
+
+
 def main() -> None:
     from riskgate.flows.local_api import private_server
 
@@ -249,6 +287,18 @@ def main() -> None:
                                     "limit_s": limit, "data_work_s": work, "peak_rss_mb": rss_mb,
                                     "encoded_mb": enc_mb, "exit_code": rc}
         conc = concurrency(api, data / "6000", runs) if not only or 6000 in only else None
+    parts_text = ""
+    if not only or 1_000_000 in only:  # the equivalence path's checks phase, part by part
+        limit = record.get("1000000/parquet/equivalence", {}).get("limit_s") or \
+            limit_seconds(data / "1000000", "parquet")
+        parts = checks_parts(gate_config(data / "1000000", "parquet", runs))
+        parts_text = print_table(
+            f"the checks phase of the 1,000,000-row Parquet equivalence gate, each part alone "
+            f"(best of three; load {os.getloadavg()[0]:.2f}), beside the limit "
+            f"({limit:.2f} s; the target for the whole data work is 2x)",
+            ["part", "seconds", "/ limit"],
+            [[name, f"{sec:.2f}", f"{sec / limit:.1f}x"] for name, sec in parts])
+        record["checks_parts/1000000"] = dict(parts)
     every = [c for c in CASES if c[2] == "all" and (not only or c[0] in only)]
     for n, fmt, _ in every:  # which family takes what, largest first
         per = family_seconds(gate_config(data / f"{n}", fmt, runs, "all"))
@@ -274,10 +324,13 @@ def main() -> None:
          "wall", "data work", "limit", "data work/limit", "wall/limit", "peak RSS MB",
          "encoded MB", "RSS/encoded", "load"],
         rows)
+    if parts_text:
+        text += "\n" + parts_text
     if every:
         text += "\n" + text_f
     if conc is None:
         (OUT / "gate.txt").write_text(text + "\n")
+        (OUT / "gate.json").write_text(json.dumps(record, indent=2))
         return
     text += "\n" + print_table(
         f"{CONCURRENT} gates of the example's size (6,000 rows, every family) on one machine: "

@@ -219,16 +219,15 @@ def checks_parts(config: Path) -> list[tuple[str, float]]:
     from riskcore.gate.config import load_gate
     from riskcore.gate.encoding import encode_measured
     from riskcore.gate.prepare import prepare_tables
-    from riskcore.gate.run import LocalSteps, _read_release
+    from riskcore.gate.run import DIFF_ROWS, LocalSteps, read_release
 
     gate = load_gate(str(config))
     frames, infos = LocalSteps().load(gate, {})
     frames, _ = prepare_tables(gate.config, frames, infos)
     roles = gate.config.role_spec
-    tables = {t: frames.get(t) for t in ("original", "released", "control")}
     parts = {
-        "the release's diff (riskgate diff, on a 20,000-row sample)":
-            lambda: _read_release(gate, tables),
+        f"the release's diff (riskgate diff, on a {DIFF_ROWS:,}-row sample)":
+            lambda: read_release(gate, frames),
         "the encoding": lambda: encode_measured(gate, frames),
         "the identifier scan": lambda: cleanliness._identifier_checks(
             frames, roles, gate.config.identifiers),

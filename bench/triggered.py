@@ -2,7 +2,8 @@
 ``python -m prefect.engine`` process that imports everything) against ``riskgate flow-run``
 forked from a standby beside the worker (``riskgate deploy --standby``).
 
-Two process pools on one private Prefect server, one with each command, and a worker on each,
+Two process pools on one private Prefect server (on a throwaway PostgreSQL cluster, as
+production runs it: :func:`server_database`), one with each command, and a worker on each,
 started with one environment (the standby's too), asking for runs every second
 (``PREFECT_WORKER_QUERY_SECONDS=1``; Prefect's default, 10 s, adds 0-10 s to either). The
 flow is the gate's (``release_gate`` with the demo's config as its parameter: the deployed

@@ -95,13 +95,8 @@ def server_database() -> Iterator[str | None]:
     if given or not postgres.available():
         yield given
         return
-    cluster = tempfile.mkdtemp(prefix="riskgate-bench-pg-")  # where the cluster's user may go
-    url = postgres.start(cluster)
-    try:
+    with postgres.throwaway("riskgate-bench-pg-") as url:
         yield url
-    finally:
-        postgres.stop(cluster)
-        shutil.rmtree(cluster, ignore_errors=True)
 
 
 def main() -> None:

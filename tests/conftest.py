@@ -200,12 +200,8 @@ def _database() -> Iterator[str | None]:
     if not postgres.available():
         yield None
         return
-    folder = tempfile.mkdtemp(prefix="riskgate-postgres-")
-    try:
-        yield postgres.start(folder)
-    finally:
-        postgres.stop(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+    with postgres.throwaway() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

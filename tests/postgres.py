@@ -21,6 +21,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 URL_VARIABLE = "RISKGATE_TEST_DATABASE_URL"
@@ -119,6 +122,18 @@ def stop(folder: str | os.PathLike[str]) -> None:
     subprocess.run(_as_user() + [_tool("pg_ctl"), "-D", str(data), "-m", "fast", "-w",
                                  "-t", "30", "stop"],
                    check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/")
+
+
+@contextmanager
+def throwaway(prefix: str = "riskgate-postgres-") -> Iterator[str]:
+    """A cluster of its own for the block (in a new temporary folder, where the cluster's user
+    may go): its asyncpg URL; stopped and removed afterwards."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield start(folder)
+    finally:
+        stop(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

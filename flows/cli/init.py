@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from riskcore.anatomy import KIND_WORDS
 from riskcore.errors import InputError
 from riskcore.redact import redact_text
 
@@ -41,6 +40,8 @@ def _location(url: str) -> str:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    # imported here: the release's anatomy brings pandas, which every other command would load
+    from riskcore.anatomy import KIND_WORDS
     from riskcore.gate.init import (
         config_text,
         hierarchy_files,

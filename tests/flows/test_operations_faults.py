@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from typing import Any
 
 import httpx
 import pytest
@@ -26,8 +25,6 @@ from tests.flows.operations_support import (
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.waits]
-
-FINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "CRASHED"})  # a run's end states
 
 
 def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
@@ -179,6 +176,7 @@ def test_the_pool_starts_no_more_gates_than_its_limit(ops):
     """The limit is at the door. With the gate limit at 2, four triggers
     start two gate processes; the other two wait Scheduled (no process) and run after."""
     from datetime import UTC, datetime
+    from uuid import UUID
 
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
@@ -187,6 +185,7 @@ def test_the_pool_starts_no_more_gates_than_its_limit(ops):
         FlowRunFilter,
         FlowRunFilterExpectedStartTime,
     )
+    from prefect.client.schemas.objects import TERMINAL_STATES, StateType
 
     assert _run(RISKGATE + ["limits", "--gate", "2"], ops["env"]).returncode == 0
     try:
@@ -202,10 +201,10 @@ def test_the_pool_starts_no_more_gates_than_its_limit(ops):
         with get_client(sync_client=True) as client:
             dep = client.read_deployment_by_name("release-gate/on-anonymization")
 
-            def states() -> dict[Any, str]:
+            def states() -> dict[UUID, StateType | None]:
                 # a triggered run is named after its release only once it runs: all of the
                 # deployment's runs since the emits are these four
-                return {r.id: r.state.type.value if r.state else "NONE"
+                return {r.id: r.state.type if r.state else None
                         for r in client.read_flow_runs(
                             flow_run_filter=FlowRunFilter(
                                 expected_start_time=FlowRunFilterExpectedStartTime(after_=since)),
@@ -215,19 +214,20 @@ def test_the_pool_starts_no_more_gates_than_its_limit(ops):
             while time.monotonic() < deadline and len(finished) < len(releases):
                 before = states()
                 with_process = {i for i, s in before.items()
-                                if s not in FINAL and _processes_of_run(i)}
+                                if s not in TERMINAL_STATES and _processes_of_run(i)}
                 # read again after the scan (seconds on a loaded machine): a run that ended
                 # meanwhile may leave its process's last moments (or its Great Expectations
                 # helper) behind, and is not a gate started beyond the limit
                 after = states()
-                started = [i for i, s in after.items() if s in ("PENDING", "RUNNING")]
-                processes = [i for i in with_process if after.get(i) not in FINAL]
+                started = [i for i, s in after.items()
+                           if s in (StateType.PENDING, StateType.RUNNING)]
+                processes = [i for i in with_process if after.get(i) not in TERMINAL_STATES]
                 if max(len(started), len(processes)) > most_started:
                     most_started = max(len(started), len(processes))
                     seen = f"before {before}, with a process {processes}, after {after}"
-                waited_scheduled |= bool(started) and len(after) == 4 and "SCHEDULED" in \
-                    after.values()
-                finished = [i for i, s in after.items() if s in FINAL]
+                waited_scheduled |= bool(started) and len(after) == 4 and \
+                    StateType.SCHEDULED in after.values()
+                finished = [i for i, s in after.items() if s in TERMINAL_STATES]
                 time.sleep(0.5)
             runs = [client.read_flow_run(i) for i in finished]
         assert len(runs) == 4, [(r.name, r.state) for r in runs]

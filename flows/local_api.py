@@ -68,16 +68,34 @@ def refused(status: int, url: str) -> ApiUnavailable | None:
 
 
 def check_api(url: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
-    """Raise ApiUnavailable unless ``url``/health answers 200 within ``timeout`` seconds."""
+    """Raise ApiUnavailable unless ``url``/health answers 200: within ``timeout`` seconds to
+    connect (no server there is said at once), and as long to answer as Prefect's own client
+    gives a request (PREFECT_API_REQUEST_TIMEOUT, 60 s by default). A server that took the
+    connection is alive: on a loaded two-core machine a freshly started one answered its
+    health check in more than 5 s, and the gate, whose later requests would have waited,
+    ended in an error."""
     import httpx
+    from prefect.settings import PREFECT_API_REQUEST_TIMEOUT
 
-    try:
-        response = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout,
+    answer_s = float(PREFECT_API_REQUEST_TIMEOUT.value())
+    patience = httpx.Timeout(answer_s, connect=timeout)
+
+    def get(path: str) -> httpx.Response:
+        try:
+            return httpx.get(f"{url.rstrip('/')}/{path}", timeout=patience,
                              headers=auth_headers())
-    except httpx.HTTPError as exc:
-        raise ApiUnavailable(f"the Prefect API at {url} is unreachable ({type(exc).__name__}); "
-                             "start it (prefect server start) or unset PREFECT_API_URL to run "
-                             "with a private local server") from None
+        except httpx.ReadTimeout:
+            raise ApiUnavailable(f"the Prefect API at {url} took the connection but did not "
+                                 f"answer /{path} within {answer_s:g} s "
+                                 "(PREFECT_API_REQUEST_TIMEOUT): check the server and its "
+                                 "database") from None
+        except httpx.HTTPError as exc:
+            raise ApiUnavailable(f"the Prefect API at {url} is unreachable "
+                                 f"({type(exc).__name__}); start it (prefect server start) or "
+                                 "unset PREFECT_API_URL to run with a private local server"
+                                 ) from None
+
+    response = get("health")
     denied = refused(response.status_code, url)
     if denied is not None:
         raise denied
@@ -86,13 +104,7 @@ def check_api(url: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
                              "health check; check the server")
     # the health check needs no credentials (Prefect leaves it open for probes): one request
     # that does, so that a missing or wrong auth string is this line, not a later failure
-    try:
-        response = httpx.get(f"{url.rstrip('/')}/admin/version", timeout=timeout,
-                             headers=auth_headers())
-    except httpx.HTTPError as exc:
-        raise ApiUnavailable(f"the Prefect API at {url} is unreachable ({type(exc).__name__})"
-                             ) from None
-    denied = refused(response.status_code, url)
+    denied = refused(get("admin/version").status_code, url)
     if denied is not None:
         raise denied
 

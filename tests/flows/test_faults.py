@@ -227,6 +227,61 @@ def test_the_servers_messages_go_to_a_file_never_to_an_unread_pipe(prefect_serve
     assert os.readlink(f"/proc/{servers[0]}/fd/2").endswith("server.log")
 
 
+class _SlowApi:
+    """A real HTTP server on 127.0.0.1 that takes each connection at once and answers Prefect's
+    health and version paths after ``delay`` seconds (a live server under load)."""
+
+    def __init__(self, delay: float) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                time.sleep(delay)
+                body = b"true" if self.path.endswith("/health") else b'"3.8.8"'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_slow_but_live_api_is_waited_for_and_a_silent_one_is_one_line():
+    """The API check gives a server that took the connection as long to answer as Prefect's
+    client gives a request (a loaded server took more than 5 s to answer its health check and
+    the gate ended in an error), and no server at all is said at once."""
+    from prefect.settings import PREFECT_API_REQUEST_TIMEOUT, temporary_settings
+
+    from riskgate.flows.local_api import ApiUnavailable, check_api
+
+    slow = _SlowApi(delay=1.5)
+    try:
+        check_api(slow.url, timeout=0.5)  # 1.5 s to answer, well past the 0.5 s to connect
+        with (temporary_settings({PREFECT_API_REQUEST_TIMEOUT: 0.5}),
+              pytest.raises(ApiUnavailable) as silent):
+            check_api(slow.url, timeout=0.5)
+        assert "took the connection but did not answer /health within 0.5 s" in str(
+            silent.value) and "PREFECT_API_REQUEST_TIMEOUT" in str(silent.value)
+    finally:
+        slow.close()
+    t0 = time.monotonic()
+    with pytest.raises(ApiUnavailable) as nobody:
+        check_api("http://127.0.0.1:9/api")
+    assert "is unreachable (ConnectError)" in str(nobody.value)
+    assert time.monotonic() - t0 < 5
+
+
 def test_a_killed_gate_leaves_no_private_server_or_helper_behind(example_files, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env["PREFECT_HOME"] = str(tmp_path / "home")

@@ -282,6 +282,107 @@ def test_a_slow_but_live_api_is_waited_for_and_a_silent_one_is_one_line():
     assert time.monotonic() - t0 < 5
 
 
+class _CountingProxy:
+    """A real TCP relay on 127.0.0.1 in front of an HTTP API: it counts the connections it
+    accepts and keeps the request lines it relays (what a client cost the API)."""
+
+    def __init__(self, target: str) -> None:
+        import re
+        import socket
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(target)
+        self.connections = 0
+        self.requests: list[str] = []
+        self._line = re.compile(rb"(GET|POST) (\S+) HTTP/1\.1")
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}{parts.path}"
+        self._to = (parts.hostname, parts.port)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            upstream = socket.create_connection(self._to)  # type: ignore[arg-type]
+            threading.Thread(target=self._pipe, args=(client, upstream, True),
+                             daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False),
+                             daemon=True).start()
+
+    def _pipe(self, src: Any, dst: Any, asks: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if asks:
+                    self.requests += [f"{m.group(1).decode()} {m.group(2).decode()}"
+                                      for m in self._line.finditer(data)]
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            dst.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_waiting_pipeline_asks_the_api_over_one_connection_and_reads_its_run_alone(
+        prefect_server):
+    """emit-anonymized --wait keeps one connection for the whole wait (a client per request
+    cost 50 ms of CPU each, a fifth of a core for a waiting pipeline) and, once it has found
+    the run its event triggered among the deployment's newest 50, reads that run alone (the
+    page of 50 cost the server 50 ms a look)."""
+    from datetime import UTC, datetime
+
+    import httpx
+
+    from riskgate.flows.cli.emit import post_event, wait_for_verdict
+
+    api = prefect_server.url
+    event_id, release = str(uuid.uuid4()), f"wait-{uuid.uuid4().hex[:8]}"
+    since = datetime.now(UTC).isoformat()
+    with httpx.Client(base_url=api.rstrip("/") + "/", timeout=30) as http:
+        flow_id = http.post("flows/", json={"name": f"riskgate-wait-{release}"}).json()["id"]
+        deployment = http.post("deployments/", json={"name": "on-anonymization",
+                                                     "flow_id": flow_id}).json()["id"]
+        run = http.post(f"deployments/{deployment}/create_flow_run", json={
+            "parameters": {"trigger": {"event_id": event_id}}}).json()
+    proxy = _CountingProxy(api)
+
+    def decide() -> None:
+        time.sleep(2.0)  # a few looks first
+        post_event(api, {"id": str(uuid.uuid4()), "occurred": datetime.now(UTC).isoformat(),
+                         "event": "riskgate.release.approved",
+                         "resource": {"prefect.resource.id": f"riskgate.release.{release}"},
+                         "related": [{"prefect.resource.id": f"prefect.event.{event_id}",
+                                      "prefect.resource.role": "triggering-event"}],
+                         "payload": {"verdict": "APPROVED", "release_id": release}})
+
+    decider = threading.Thread(target=decide)
+    decider.start()
+    try:
+        verdict = wait_for_verdict(proxy.url, release, event_id, since, 60)
+    finally:
+        decider.join()
+        proxy.close()
+        with httpx.Client(base_url=api.rstrip("/") + "/", timeout=30) as http:
+            http.delete(f"flow_runs/{run['id']}")
+            http.delete(f"deployments/{deployment}")
+            http.delete(f"flows/{flow_id}")
+    assert verdict == {"verdict": "APPROVED", "release_id": release}
+    assert proxy.connections == 1, proxy.requests
+    looks = [r for r in proxy.requests if r.endswith("/events/filter")]
+    pages = [r for r in proxy.requests if r.endswith("/flow_runs/filter")]
+    alone = [r for r in proxy.requests if r.startswith(f"GET /api/flow_runs/{run['id']}")]
+    assert len(looks) >= 3 and len(pages) == 1, proxy.requests
+    assert len(alone) == len(looks) - 2, proxy.requests  # every look after the run was found
+
+
 def test_a_killed_gate_leaves_no_private_server_or_helper_behind(example_files, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env["PREFECT_HOME"] = str(tmp_path / "home")

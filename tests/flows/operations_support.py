@@ -1,7 +1,8 @@
 """What the operations tests share: the custodian's store in moto's S3 (configs, policies,
-tables), the gate deployed on the suite's Prefect server, the signer and a worker polling the
-pool as an unprivileged user (the ``ops`` fixture, one per test process), and the helpers that
-emit, pin and read back what a run did."""
+tables), the gate deployed on the suite's Prefect server, the signer, and a worker polling the
+pool as an unprivileged user with a standby beside it that forks each flow run, as compose
+deploys them (the ``ops`` fixture, one per test process), and the helpers that emit, pin and
+read back what a run did."""
 
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -134,39 +136,75 @@ def ops(prefect_server, s3, tmp_path_factory):
     # a lost run is declared after 60 s, the shortest deploy accepts (90 s by default): every
     # later deploy of the module keeps it, and the lost-run test waits a half minute less
     start_signer()
-    deployed = _run(RISKGATE + ["deploy", "--trigger-config", PINNED, "--lost-after",
-                                str(LOST_AFTER_TEST_S)], env)
+    # the pool compose deploys (docker/worker.sh): each flow run a fork of the worker's
+    # standby where one answers, else Prefect's engine (the faults module's process-level
+    # faults run there: :func:`standby`)
+    deployed = _run(RISKGATE + ["deploy", "--standby", "--trigger-config", PINNED,
+                                "--lost-after", str(LOST_AFTER_TEST_S)], env)
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
     assert "triggered gate: config pinned" in deployed.stdout
     assert f"after {LOST_AFTER_TEST_S} s without a heartbeat" in deployed.stdout
     assert _run(RISKGATE + ["limits", "--gate", "5"], env).returncode == 0
     workers: list[subprocess.Popen] = []
+    standbys: list[subprocess.Popen] = []
+    home = root / "worker-home"
+    # as the README deploys it: an unprivileged user, the signer's socket, no key; and a
+    # standby beside the worker, as its user and with its environment, `riskgate` on its PATH
+    worker_cmd, worker_env, user = unprivileged(
+        [sys.executable, "-m", "prefect", "worker", "start", "--pool", "riskgate-process",
+         "--limit", "10"],
+        {**env, "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "5",
+         "RISKGATE_SIGNER_SOCKET": str(sockets / "signer.sock")}, home)
+    worker_env.pop("RISKGATE_SIGNING_KEY", None)
+    (home / "bin").mkdir()
+    (home / "bin" / "riskgate").write_text(  # what an install's entry point script does
+        f"#!{worker_cmd[0]}\nfrom riskgate.flows.launch import run\nrun()\n")
+    (home / "bin" / "riskgate").chmod(0o755)
+    (home / "standby").mkdir(mode=0o700)
+    if user:
+        shutil.chown(home / "standby", user["user"], user["group"])
+    worker_env.update(PATH=f"{home / 'bin'}{os.pathsep}{worker_env.get('PATH', '')}",
+                      RISKGATE_STANDBY=str(home / "standby" / "standby.sock"))
+
+    def standby(on: bool) -> None:
+        """The worker's standby started (and ready) or stopped: with none answering, each
+        flow run is Prefect's engine in a process of its own."""
+        for old in standbys:
+            old.terminate()
+            old.wait(timeout=30)
+        standbys.clear()
+        if not on:
+            return
+        log_path = root / f"standby-{len(list(root.glob('standby-*.log')))}.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([worker_cmd[0], "-m", "riskgate.flows.cli", "standby"],
+                                    env=worker_env, cwd=home, stdout=log,
+                                    stderr=subprocess.STDOUT, **user)
+        standbys.append(proc)
+        deadline = time.monotonic() + 180
+        while "standby ready" not in log_path.read_text(errors="replace"):
+            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.2)
 
     def start_worker() -> subprocess.Popen:
-        # as the README deploys it: an unprivileged user, the signer's socket, no key
-        cmd, worker_env, user = unprivileged(
-            [sys.executable, "-m", "prefect", "worker", "start", "--pool", "riskgate-process",
-             "--limit", "10"],
-            {**env, "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "5",
-             "RISKGATE_SIGNER_SOCKET": str(sockets / "signer.sock")}, root / "worker-home")
-        worker_env.pop("RISKGATE_SIGNING_KEY", None)
         log = open(root / f"worker-{len(workers)}.log", "wb")  # noqa: SIM115 (kept open)
-        worker = subprocess.Popen(cmd, env=worker_env, cwd=worker_env["PREFECT_HOME"],
+        worker = subprocess.Popen(worker_cmd, env=worker_env, cwd=worker_env["PREFECT_HOME"],
                                   stdout=log, stderr=subprocess.STDOUT, **user)
         workers.append(worker)
         return worker
 
+    standby(True)
     start_worker()
     yield {"env": env, "s3": s3, "v2_sha": hashlib.sha256(v2_bytes).hexdigest(),
            "workers": workers, "start_worker": start_worker, "start_signer": start_signer,
-           "keys": keys, "signatures": root / "signatures.jsonl", "root": root}
+           "standby": standby, "keys": keys, "signatures": root / "signatures.jsonl",
+           "root": root}
     for signer in signers:
         signer.terminate()
-    import shutil
 
     # the flow runs a worker started (a paused review waits on for minutes) are its children:
     # found now, before the worker ends and they pass to init, and ended with it
-    runs = [pid for worker in workers for pid in _descendants(worker.pid)]
+    runs = [pid for parent in (*workers, *standbys) for pid in _descendants(parent.pid)]
     for worker in workers:
         worker.terminate()
     for pid in runs:
@@ -182,8 +220,9 @@ def ops(prefect_server, s3, tmp_path_factory):
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(timeout=30)
+    standby(False)
     kept = tmp_path_factory.mktemp("ops-logs")  # the workers' logs outlive the run's folder
-    for log_file in root.glob("worker-*.log"):
+    for log_file in [*root.glob("worker-*.log"), *root.glob("standby-*.log")]:
         shutil.copy(log_file, kept / log_file.name)
     shutil.rmtree(root, ignore_errors=True)
 
@@ -256,6 +295,13 @@ def _emit_all(ops: dict[str, Any], *calls: tuple[Any, ...]) -> list[subprocess.C
 
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         return list(pool.map(one, calls))
+
+
+def _forked(ops: dict[str, Any]) -> int:
+    """The flow runs the worker's standbys have forked so far (each says so in its log)."""
+    return sum(line.endswith("forked for a worker's flow run")
+               for log in ops["root"].glob("standby-*.log")
+               for line in log.read_text(errors="replace").splitlines())
 
 
 def _decision(ops: dict[str, Any], release: str) -> dict[str, Any]:

@@ -27,6 +27,16 @@ from tests.flows.operations_support import (
 pytestmark = [pytest.mark.integration, pytest.mark.waits]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _engine_runs(ops):
+    """Each flow run here is Prefect's engine in a process of its own, as a pool without a
+    standby runs it (``riskgate flow-run`` finds none answering): the module kills, counts and
+    loses those processes. The worker's standby is stopped for the module."""
+    ops["standby"](False)
+    yield
+    ops["standby"](True)
+
+
 def test_a_plain_redeploy_keeps_the_nightly_schedule(ops):
     """A redeploy without --nightly-config kept nothing: the schedule went inactive. Now it
     stays as configured, and --no-nightly turns it off. First in the module: every deploy

@@ -7,9 +7,9 @@ scikit-learn and numba (``python -X importtime``), 2.2 s of it before its flow s
 rest beside its tables' reading, where it holds the interpreter's lock; Great Expectations'
 helper process imports for 1.7 s more. A fork of a process that did all that starts its flow
 at once, and a spare helper, warmed before it asked, is given to it: one started between
-gates, or the one the last gate used, taken back once that gate's process has exited
-(:meth:`Standby._take_back`; gates one after another each waited 2 s for a new helper's
-imports before).
+gates (none running, or each one idle: :meth:`Standby._gates_working`), or the one the last
+gate used, taken back once that gate's process has exited (:meth:`Standby._take_back`; gates
+one after another each waited 2 s for a new helper's imports before).
 
 The forked process is the command's gate process: the command's standard streams (passed
 over the socket), its folder, umask, arguments and per-command variables; it tells the command
@@ -50,6 +50,9 @@ REQUEST_S = 5.0
 TAKE_BACK_S = 3.0
 #: a gate process that fails before its command runs: an error (:mod:`.cli`'s exit codes)
 EXIT_ERROR = 3
+#: a gate process is idle when it used less than IDLE_SHARE of a core over the last LOOK_S
+#: seconds (a gate paused for review waits minutes or hours, its threads waking now and then)
+IDLE_SHARE, LOOK_S = 0.05, 2.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,16 @@ _FORKED: list[Forked] = []
 def forked() -> Forked | None:
     """The command this process was forked to run, in a standby's gate process; else None."""
     return _FORKED[0] if _FORKED else None
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds (user and system) a process has used, from /proc; None when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def warm_families() -> None:
@@ -93,6 +106,8 @@ class Standby:
         #: the spare each running gate process was given, its pipes kept here so that it
         #: outlives that process and serves the next gate (:meth:`_take_back`)
         self.lent: dict[int, gx_helper.Helper] = {}
+        #: each gate process's CPU seconds as last read, and when (:meth:`_gates_working`)
+        self.cpu_seen: dict[int, list[tuple[float, float]]] = {}
         env, code = wire.command_environ(os.environ, verbose=False), wire.code_stamp()
         self.stamp = wire.fingerprint(env, code)
         #: ... a worker's flow run (``riskgate flow-run``): the worker's per-run variables aside,
@@ -132,7 +147,7 @@ class Standby:
         try:
             while not ending:
                 self._reap()
-                if not self.children and self.spare is None:
+                if self.spare is None and not self._gates_working():
                     self.spare = self._start_spare()
                 try:
                     ready = select.select([self.sock], [], [], POLL_S)[0]
@@ -145,6 +160,31 @@ class Standby:
             return None
         finally:
             self.close()
+
+    def _gates_working(self) -> bool:
+        """Whether a gate process is at work: a spare helper started then would take a core
+        from it (its imports: 2 s of CPU on the critical path of the gate). A process just
+        forked, or one that used more than :data:`IDLE_SHARE` of a core over the last
+        :data:`LOOK_S` seconds, is; one paused for review is not, and gates that follow it
+        are given a spare as if none ran (each waited for a helper of its own before). Where
+        a process's CPU cannot be read (no /proc), any running gate counts as working."""
+        now = time.monotonic()
+        working = False
+        for pid in self.children:
+            used = _cpu_seconds(pid)
+            seen = self.cpu_seen.setdefault(pid, [])
+            if used is None:
+                working = True
+                continue
+            seen.append((now, used))
+            while len(seen) > 1 and seen[1][0] <= now - LOOK_S:
+                seen.pop(0)  # the oldest reading at least LOOK_S old is the one compared
+            then, before = seen[0]
+            if now - then < LOOK_S or used - before > IDLE_SHARE * (now - then):
+                working = True
+        for pid in set(self.cpu_seen) - self.children:
+            del self.cpu_seen[pid]
+        return working
 
     def _start_spare(self) -> gx_helper.Helper | None:
         try:

@@ -187,6 +187,56 @@ def test_gates_one_after_another_share_the_helper_the_standby_takes_back(tmp_pat
     assert _helpers(standby, other_than=spare[0]) != spare
 
 
+def _cpu(pid: int) -> float:
+    """A process's CPU ticks so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return float(int(fields[11]) + int(fields[12]))
+
+
+def test_a_gate_paused_for_review_does_not_keep_the_next_gates_waiting_for_a_helper(
+        tmp_path, example_files, standby):
+    """A gate process paused for review holds the helper it was given for as long as it waits
+    (minutes, hours); once it is idle the standby warms a spare beside it, and the next gate
+    starts its checks at once (before, every gate after a paused one waited 2 s for a helper of
+    its own)."""
+    from tests.conftest import child_processes
+
+    spare = _helpers(standby)
+    review = _config(tmp_path, example_files, "paused", every=False,
+                     policy={"version": 1, "checks": [{"figure": "k_anonymity.k", "min": 100,
+                                                       "review_min": 1}]},
+                     review="pause", review_timeout_s=300)
+    paused = subprocess.Popen([RISKGATE, "gate", "--config", str(review)], env=standby.env,
+                              cwd=tmp_path, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.STDOUT)
+    try:
+        wait_for_paused_run("standby-paused")
+        deadline = time.monotonic() + 60
+        while True:  # the lent helper and a new spare
+            helpers = [pid for pid in child_processes(standby.proc.pid)
+                       if b"riskcore.gate.gx_helper" in Path(f"/proc/{pid}/cmdline"
+                                                             ).read_bytes()]
+            if len(helpers) == 2 and spare[0] in helpers:
+                break
+            assert time.monotonic() < deadline, (helpers, standby.log.read_text())
+            time.sleep(0.2)
+        new = next(pid for pid in helpers if pid != spare[0])
+        used = -1.0
+        while (now := _cpu(new)) != used:  # warmed: its imports done, it waits for a gate
+            assert time.monotonic() < deadline + 60, standby.log.read_text()
+            used = now
+            time.sleep(1.0)
+        after = _gate(_config(tmp_path, example_files, "after-paused", every=False),
+                      standby.env)
+        assert after.returncode in (0, 1, 2), after.stdout + after.stderr
+        folder = Path(json.loads(after.stdout)["decision_url"]).parent
+        timings = json.loads((folder / "decision.json").read_text())["timings"]
+        assert "gx_start" not in timings, json.dumps(timings)  # its checks never waited
+    finally:
+        paused.terminate()  # as a stopped command: its gate ends with an ERROR decision
+        paused.wait(timeout=60)
+
+
 def test_a_command_of_another_environment_runs_itself_and_says_why(tmp_path, example_files,
                                                                    standby):
     env = {**standby.env, "RISKGATE_THREADS": "1"}  # any variable the standby does not have

@@ -40,8 +40,6 @@ def group_rows(codes: np.ndarray) -> tuple[np.ndarray, int]:
     Returns:
         (class id per row in 0..u-1, u). Ids follow first occurrence.
     """
-    import pandas as pd
-
     n, m = codes.shape
     if m == 0:
         return np.zeros(n, dtype=np.int64), (1 if n else 0)
@@ -51,11 +49,37 @@ def group_rows(codes: np.ndarray) -> tuple[np.ndarray, int]:
         col = codes[:, j].astype(np.int64) + 1
         col_card = int(col.max(initial=0)) + 1
         if card > int(_INT64_SAFE) // max(col_card, 1):
-            ids, uniq = pd.factorize(key, sort=False)
-            key = ids.astype(np.int64)
-            card = len(uniq)
+            key, card = _first_seen_ids(key, card)  # the classes so far: within int64
         key = key * col_card + col
         card = card * col_card
+    return _first_seen_ids(key, card)
+
+
+def _dense_keys(n: int) -> int:
+    """The range of a combined key up to which the classes of ``n`` rows are numbered through
+    arrays as long as the range (16 bytes per possible key) rather than a hash table: twice
+    the rows (an array much longer than the rows costs more to fill than hashing them)."""
+    return max(2 * n, 2**12)
+
+
+def _first_seen_ids(key: np.ndarray, card: int) -> tuple[np.ndarray, int]:
+    """Number the distinct values of ``key`` (non-negative, below ``card``) 0..u-1 in order of
+    first occurrence. Where the range is small (:func:`_dense_keys`), each key's first row
+    comes from one ``minimum.at`` over an array as long as the range, and the classes are
+    ranked by it: the whole grouping 1.6-2.1x faster than through pandas' hash table at a
+    million rows of the example's census keys (``bench/equivalence.py``); else ``pandas.factorize``, which numbers them the
+    same way. Renumbering the classes column by column to stay in that range cost more than
+    it saved (eight adult QIs: 0.10 s against 0.08)."""
+    import pandas as pd
+
+    n = key.size
+    if n and card <= _dense_keys(n) and int(key.min()) >= 0:
+        first = np.full(card, n, dtype=np.int64)
+        np.minimum.at(first, key, np.arange(n, dtype=np.int64))
+        present = np.flatnonzero(first < n)
+        rank = np.empty(card, dtype=np.int64)
+        rank[present[np.argsort(first[present], kind="stable")]] = np.arange(present.size)
+        return rank[key], int(present.size)
     ids, uniq = pd.factorize(key, sort=False)
     return ids.astype(np.int64), int(len(uniq))
 

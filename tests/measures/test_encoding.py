@@ -89,3 +89,23 @@ def test_a_gate_of_the_equivalence_families_leaves_the_original_unencoded(exampl
     reading = load_gate(gate_config(*files, measures={"copies": {}}))
     assert measured_tables(reading) == {"released", "identification", "original", "control"}
     assert steps.encode(reading, frames).original is not None
+
+
+@pytest.mark.parametrize("cards", [(3, 4, 2), (200, 300, 500, 7), (2**20, 2**20, 2**20)])
+def test_classes_are_numbered_by_first_occurrence_whatever_the_keys_range(cards):
+    """group_rows numbers rows by arrays over the combined key's range where it is small and
+    by a hash table where it is not (riskcore/equivalence.py): either way the class of a row
+    is the order in which its class first occurs, a missing code (-1) is a value of its own,
+    and the ids are those of a plain dictionary over the rows' tuples."""
+    from riskcore.equivalence import group_rows
+
+    rng = np.random.default_rng(sum(cards))
+    n = 5_000
+    codes = np.column_stack([rng.integers(-1, min(c, 40), n) if c < 2**20
+                             else rng.integers(-1, c, n) for c in cards])
+    seen: dict[tuple[int, ...], int] = {}
+    expected = np.array([seen.setdefault(tuple(row), len(seen)) for row in codes.tolist()])
+    ids, u = group_rows(codes)
+    assert u == len(seen) and np.array_equal(ids, expected)
+    ids32, _ = group_rows(codes.astype(np.int32))
+    assert np.array_equal(ids32, expected)

@@ -67,9 +67,10 @@ def _first_seen_ids(key: np.ndarray, card: int) -> tuple[np.ndarray, int]:
     first occurrence. Where the range is small (:func:`_dense_keys`), each key's first row
     comes from one ``minimum.at`` over an array as long as the range, and the classes are
     ranked by it: the whole grouping 1.6-2.1x faster than through pandas' hash table at a
-    million rows of the example's census keys (``bench/equivalence.py``); else ``pandas.factorize``, which numbers them the
-    same way. Renumbering the classes column by column to stay in that range cost more than
-    it saved (eight adult QIs: 0.10 s against 0.08)."""
+    million rows of the example's census keys (``bench/equivalence.py``); else
+    ``pandas.factorize``, which numbers them the same way. Renumbering the classes column by
+    column to stay in that range cost more than it saved (eight adult QIs: 0.10 s against
+    0.08)."""
     import pandas as pd
 
     n = key.size

@@ -158,33 +158,32 @@ def private_server(timeout: float = STARTUP_TIMEOUT_S, home: str | None = None,
             env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent)
         url = f"http://127.0.0.1:{port}/api"
-        # one client for every look: ``httpx.get`` builds a client and its TLS context each
-        # time (50 ms of CPU), on the two cores the starting server needs
-        looks = httpx.Client(timeout=2.0, headers=auth_headers())
         try:
-            deadline = time.monotonic() + timeout
-            while True:
-                if proc.poll() is not None:
-                    log_file.flush()
-                    log_file.seek(0)
-                    said = log_file.read().decode(errors="replace").splitlines()
-                    first = next((ln for ln in said if "ERROR" in ln), said[-1] if said else "")
-                    raise ApiUnavailable(f"the private Prefect server exited with code "
-                                         f"{proc.returncode}: {first.strip()[:300]}")
-                try:
-                    if looks.get(f"{url}/health").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise ApiUnavailable(f"the private Prefect server did not start within "
-                                         f"{timeout:.0f} s; set PREFECT_API_URL to a running "
-                                         "server")
-                time.sleep(0.2)
-            looks.close()
+            # one client for every look: ``httpx.get`` builds a client and its TLS context
+            # each time (50 ms of CPU), on the two cores the starting server needs
+            with httpx.Client(timeout=2.0, headers=auth_headers()) as looks:
+                deadline = time.monotonic() + timeout
+                while True:
+                    if proc.poll() is not None:
+                        log_file.flush()
+                        log_file.seek(0)
+                        said = log_file.read().decode(errors="replace").splitlines()
+                        first = next((ln for ln in said if "ERROR" in ln),
+                                     said[-1] if said else "")
+                        raise ApiUnavailable(f"the private Prefect server exited with code "
+                                             f"{proc.returncode}: {first.strip()[:300]}")
+                    try:
+                        if looks.get(f"{url}/health").status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    if time.monotonic() > deadline:
+                        raise ApiUnavailable(f"the private Prefect server did not start "
+                                             f"within {timeout:.0f} s; set PREFECT_API_URL to "
+                                             "a running server")
+                    time.sleep(0.2)
             yield url
         finally:
-            looks.close()
             proc.terminate()
             wait_or_kill(proc, 10)
 

@@ -73,16 +73,6 @@ def forked() -> Forked | None:
     return _FORKED[0] if _FORKED else None
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    """The CPU seconds (user and system) a process has used, from /proc; None when unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def warm_families() -> None:
     """Every family's one-off set-up (scikit-learn's import, numba's registries), in this
     process's main thread: no other thread runs when it forks."""
@@ -171,7 +161,7 @@ class Standby:
         now = time.monotonic()
         working = False
         for pid in self.children:
-            used = _cpu_seconds(pid)
+            used = wire.cpu_seconds(pid)
             seen = self.cpu_seen.setdefault(pid, [])
             if used is None:
                 working = True

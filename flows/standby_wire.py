@@ -151,11 +151,25 @@ def unsafe_folder(path: str) -> str | None:
     return None
 
 
+def _stat_fields(pid: int | str) -> list[str]:
+    """The fields of Linux's /proc/PID/stat after the process's name (OSError elsewhere)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds (user and system) a process has used; None where it cannot be read."""
+    try:
+        fields = _stat_fields(pid)
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def process_age() -> float:
     """Seconds since this process started (Linux's /proc), 0 where it cannot be read."""
     try:
-        with open("/proc/self/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        fields = _stat_fields("self")
         with open("/proc/uptime") as f:
             uptime = float(f.read().split()[0])
         return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))

@@ -143,9 +143,9 @@ def test_a_gate_run_by_the_standby_is_the_commands_own(tmp_path, example_files, 
         Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def _helpers(standby: Standby, *, other_than: int | None = None) -> list[int]:
-    """The helper processes the standby holds (its spare), once they are one and not
-    ``other_than``."""
+def _helpers(standby: Standby, *, other_than: int | None = None, count: int = 1) -> list[int]:
+    """The helper processes the standby holds (its spare, and those lent to running gates),
+    once they are ``count`` and ``other_than`` is not among them."""
     from tests.conftest import child_processes
 
     deadline = time.monotonic() + 60
@@ -157,7 +157,7 @@ def _helpers(standby: Standby, *, other_than: int | None = None) -> list[int]:
                     helpers.append(pid)
             except OSError:
                 continue
-        if len(helpers) == 1 and helpers[0] != other_than:
+        if len(helpers) == count and other_than not in helpers:
             return helpers
         assert time.monotonic() < deadline, (helpers, standby.log.read_text())
         time.sleep(0.1)
@@ -187,20 +187,12 @@ def test_gates_one_after_another_share_the_helper_the_standby_takes_back(tmp_pat
     assert _helpers(standby, other_than=spare[0]) != spare
 
 
-def _cpu(pid: int) -> float:
-    """A process's CPU ticks so far (user and system), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return float(int(fields[11]) + int(fields[12]))
-
-
 def test_a_gate_paused_for_review_does_not_keep_the_next_gates_waiting_for_a_helper(
         tmp_path, example_files, standby):
     """A gate process paused for review holds the helper it was given for as long as it waits
     (minutes, hours); once it is idle the standby warms a spare beside it, and the next gate
     starts its checks at once (before, every gate after a paused one waited 2 s for a helper of
     its own)."""
-    from tests.conftest import child_processes
-
     spare = _helpers(standby)
     review = _config(tmp_path, example_files, "paused", every=False,
                      policy={"version": 1, "checks": [{"figure": "k_anonymity.k", "min": 100,
@@ -211,19 +203,14 @@ def test_a_gate_paused_for_review_does_not_keep_the_next_gates_waiting_for_a_hel
                               stderr=subprocess.STDOUT)
     try:
         wait_for_paused_run("standby-paused")
-        deadline = time.monotonic() + 60
-        while True:  # the lent helper and a new spare
-            helpers = [pid for pid in child_processes(standby.proc.pid)
-                       if b"riskcore.gate.gx_helper" in Path(f"/proc/{pid}/cmdline"
-                                                             ).read_bytes()]
-            if len(helpers) == 2 and spare[0] in helpers:
-                break
-            assert time.monotonic() < deadline, (helpers, standby.log.read_text())
-            time.sleep(0.2)
+        helpers = _helpers(standby, count=2)  # the lent helper and a new spare
+        assert spare[0] in helpers, helpers
         new = next(pid for pid in helpers if pid != spare[0])
-        used = -1.0
-        while (now := _cpu(new)) != used:  # warmed: its imports done, it waits for a gate
-            assert time.monotonic() < deadline + 60, standby.log.read_text()
+        deadline = time.monotonic() + 60
+        used: float | None = -1.0
+        # warmed: its imports done, it waits for a gate
+        while (now := wire.cpu_seconds(new)) != used:
+            assert time.monotonic() < deadline, standby.log.read_text()
             used = now
             time.sleep(1.0)
         after = _gate(_config(tmp_path, example_files, "after-paused", every=False),

@@ -181,10 +181,7 @@ def ops(prefect_server, s3, tmp_path_factory):
                                     env=worker_env, cwd=home, stdout=log,
                                     stderr=subprocess.STDOUT, **user)
         standbys.append(proc)
-        deadline = time.monotonic() + 180
-        while "standby ready" not in log_path.read_text(errors="replace"):
-            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.2)
+        _standby_ready(proc, log_path)
 
     def start_worker() -> subprocess.Popen:
         log = open(root / f"worker-{len(workers)}.log", "wb")  # noqa: SIM115 (kept open)
@@ -225,6 +222,15 @@ def ops(prefect_server, s3, tmp_path_factory):
     for log_file in [*root.glob("worker-*.log"), *root.glob("standby-*.log")]:
         shutil.copy(log_file, kept / log_file.name)
     shutil.rmtree(root, ignore_errors=True)
+
+
+def _standby_ready(proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Until a standby says it is ready (its imports done), at most 180 s."""
+    deadline = time.monotonic() + 180
+    while "standby ready" not in log.read_text(errors="replace"):
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
 
 
 PINNED = "s3://ops-config/gate.yaml"

@@ -23,7 +23,7 @@ import yaml
 
 from riskgate.flows import standby_wire as wire
 from tests.conftest import POLICY, ROOT, wait_for_paused_run
-from tests.flows.operations_support import _flow_run
+from tests.flows.operations_support import _flow_run, _standby_ready
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,7 @@ def standby(tmp_path_factory: pytest.TempPathFactory, prefect_server) -> Iterato
         proc = subprocess.Popen([RISKGATE, "standby"], env=env, cwd=ROOT, stdout=fh,
                                 stderr=subprocess.STDOUT)
     try:
-        _wait_ready(proc, log)
+        _standby_ready(proc, log)
         yield Standby(env, log, proc)
     finally:
         proc.terminate()
@@ -58,15 +58,6 @@ def standby(tmp_path_factory: pytest.TempPathFactory, prefect_server) -> Iterato
         shutil.rmtree(folder, ignore_errors=True)
     assert "standby stopped" in log.read_text()
     assert not os.path.exists(env[wire.ENV])  # its socket goes with it
-
-
-def _wait_ready(proc: subprocess.Popen[bytes], log: Path) -> None:
-    """Until a standby says it is ready (its imports done), at most 180 s."""
-    deadline = time.monotonic() + 180
-    while "standby ready" not in log.read_text():
-        assert proc.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.1)
 
 
 def _config(tmp_path: Path, files: dict[str, Path], name: str, every: bool = True,
@@ -372,7 +363,7 @@ def test_a_worker_of_a_standby_pool_runs_each_flow_run_in_a_fork_of_its_standby(
                                    pool], env=env, cwd=tmp_path, stdout=fh,
                                   stderr=subprocess.STDOUT)
     try:
-        _wait_ready(sb, log)
+        _standby_ready(sb, log)
         runs = {}
         _cancel_a_forked_review(tmp_path, example_files, deployment)
         for name in ("forked", "alone"):

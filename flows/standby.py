@@ -161,7 +161,7 @@ class Standby:
         now = time.monotonic()
         working = False
         for pid in self.children:
-            used = wire.cpu_seconds(pid)
+            used = self._gate_cpu(pid)
             seen = self.cpu_seen.setdefault(pid, [])
             if used is None:
                 working = True
@@ -170,11 +170,24 @@ class Standby:
             while len(seen) > 1 and seen[1][0] <= now - LOOK_S:
                 seen.pop(0)  # the oldest reading at least LOOK_S old is the one compared
             then, before = seen[0]
-            if now - then < LOOK_S or used - before > IDLE_SHARE * (now - then):
-                working = True
+            if now - then < LOOK_S or not 0 <= used - before <= IDLE_SHARE * (now - then):
+                working = True  # (less than before: a helper of its ended, read again)
         for pid in set(self.cpu_seen) - self.children:
             del self.cpu_seen[pid]
         return working
+
+    def _gate_cpu(self, pid: int) -> float | None:
+        """The CPU seconds of a gate process with its helpers: the one lent to it and any it
+        started itself. A gate waiting for its helper's checks or for a family run there
+        (the ALC, on a survey's tables) is at work: a spare warmed then slowed that helper
+        (bench/many.py: eight releases through a standby took 101 s, not 74)."""
+        used = wire.cpu_seconds(pid)
+        if used is None:
+            return None
+        lent = self.lent.get(pid)
+        for helper in [*wire.child_pids(pid), *([lent.proc.pid] if lent is not None else [])]:
+            used += wire.cpu_seconds(helper) or 0.0
+        return used
 
     def _start_spare(self) -> gx_helper.Helper | None:
         try:

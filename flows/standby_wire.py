@@ -166,6 +166,18 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes a process started (every thread's, Linux's /proc); none where unknown."""
+    found: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found += [int(child) for child in f.read().split()]
+    except (OSError, ValueError):
+        pass
+    return found
+
+
 def process_age() -> float:
     """Seconds since this process started (Linux's /proc), 0 where it cannot be read."""
     try:

@@ -96,7 +96,8 @@ class Standby:
         #: the spare each running gate process was given, its pipes kept here so that it
         #: outlives that process and serves the next gate (:meth:`_take_back`)
         self.lent: dict[int, gx_helper.Helper] = {}
-        #: each gate process's CPU seconds as last read, and when (:meth:`_gates_working`)
+        #: each gate process's readings (when, CPU seconds with its helpers), those of the
+        #: last LOOK_S seconds and the newest one before them (:meth:`_gates_working`)
         self.cpu_seen: dict[int, list[tuple[float, float]]] = {}
         env, code = wire.command_environ(os.environ, verbose=False), wire.code_stamp()
         self.stamp = wire.fingerprint(env, code)

@@ -254,10 +254,32 @@ class _Run:
     starting: StartUp | None = None
     #: the release read against its original (:func:`read_release`)
     release: ReleaseDiff | None = None
+    #: outputs still being encoded in a thread (:meth:`encode_beside`)
+    pending: dict[str, Beside[bytes]] = field(default_factory=dict)
 
     @property
     def folder(self) -> str:
         return run_folder(self.gate, self.run_id)
+
+    def encode_beside(self, name: str, encode: Callable[[], bytes]) -> None:
+        """Output ``name``, encoded in a thread while the run goes on: pyarrow writes a
+        Parquet file without the interpreter's lock, so a million rows' per-record file (0.25-0.3
+        s) is written while the report renders (:func:`finish`)."""
+        self.pending[name] = Beside(encode, name=f"riskgate-{name}")
+
+    def outputs(self) -> dict[str, bytes]:
+        """Every output file so far, those encoded beside waited for (their error raised)."""
+        while self.pending:
+            name, work = next(iter(self.pending.items()))
+            del self.pending[name]
+            self.files[name] = work.wait()
+        return dict(self.files)
+
+    def drop_outputs(self) -> None:
+        """A run that ended in an error keeps its checks' record alone."""
+        self.files = {k: v for k, v in self.files.items() if k == "validation.json"}
+        self.pending.clear()
+        self.measures, self.per_record, self.examples = [], None, None
 
     def timed(self, name: str, fn: Callable[[], Any], started: float | None = None) -> Any:
         """Run a step; its timing is the span of its own work (:class:`progress.WorkSpans`),
@@ -357,14 +379,11 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
     except RiskgateError as exc:
         decision = fixed_decision(Verdict.ERROR, [f"{type(exc).__name__}: "
                                                   f"{redact_text(str(exc))}"])
-        run.files = {k: v for k, v in run.files.items() if k == "validation.json"}
-        run.measures, run.per_record, run.examples = [], None, None
+        run.drop_outputs()
     except Exception as exc:  # fail closed on anything unforeseen, with its name
         log.debug("gate failed", exc_info=True)
-        decision = fixed_decision(Verdict.ERROR, [f"unexpected error {type(exc).__name__}: "
-                                                  f"{redact_text(str(exc))}"])
-        run.files = {k: v for k, v in run.files.items() if k == "validation.json"}
-        run.measures, run.per_record, run.examples = [], None, None
+        decision = _unexpected(exc)
+        run.drop_outputs()
     if run.starting is not None:  # the measures ran or never will: no family left to set up
         run.starting.cancel()
     outcome = finish(run, decision)
@@ -531,7 +550,7 @@ def _measured_outputs(run: _Run, inputs: MeasureInputs, results: dict[str, Measu
     run.files["measures.json"] = json_bytes(doc)
     if inputs.released.multiplicity is None:
         run.per_record = per_record_frame(results, inputs.released.n, run.record_flags)
-        run.files["per_record.parquet"] = parquet_bytes(run.per_record)
+        run.encode_beside("per_record.parquet", partial(parquet_bytes, run.per_record))
     else:  # a partitioned table's distinct rows: their values go back to every record
         on_rows = {k: r for k, r in results.items() if BY_NAME[k].scale == "classes"}
         values = per_record_frame(on_rows, inputs.released.n).drop(columns="row")
@@ -554,7 +573,7 @@ def _review(run: _Run, decision: Decision) -> Decision:
         """Before a reviewer is asked: every output but decision.json, and the report; returns
         the report's link (or its URL)."""
         pending = run.record(decision)
-        files = {**run.files, "report.html": run.report(pending)}
+        files = {**run.outputs(), "report.html": run.report(pending)}
         written = run.steps.write(run.folder, files, None, run.options)
         url = written.get("report.html")
         key = f"{gate.config.release_id}/{run.run_id}"
@@ -706,6 +725,15 @@ def finish(run: _Run, decision: Decision) -> RunOutcome:
     """Render the report, write every output (decision.json last) and say what happened."""
     t0 = time.perf_counter()
     record = run.record(decision)
+    report = run.report(record)  # while the outputs encoded beside are finished
+    try:
+        files = run.outputs()
+    except Exception as exc:  # as if it had failed in the run
+        log.debug("an output failed", exc_info=True)
+        run.drop_outputs()
+        decision = _unexpected(exc)
+        files, record = run.outputs(), run.record(decision)
+        report = run.report(record)
     signature = None
     if run.signer is not None:  # beside decision.json, written before it
         try:
@@ -717,7 +745,8 @@ def finish(run: _Run, decision: Decision) -> RunOutcome:
             decision = fixed_decision(Verdict.ERROR, [
                 f"the decision could not be signed: {redact_text(str(exc))}", decided])
             record = run.record(decision)
-    files = {**run.files, "report.html": run.report(record)}
+            report = run.report(record)
+    files["report.html"] = report
     if signature is not None:
         files["decision.json.sig"] = signature
     written: dict[str, str] = {}
@@ -738,6 +767,12 @@ def finish(run: _Run, decision: Decision) -> RunOutcome:
         report_link=report_link(report_url, run.gate, run.options, key),
         reasons=tuple(redact_text(r) for r in reasons),
         checks=tuple(record.get("checks", [])), written=bool(written), record=record)
+
+
+def _unexpected(exc: BaseException) -> Decision:
+    """The ERROR decision of an error nothing foresaw, with its name."""
+    return fixed_decision(Verdict.ERROR, [f"unexpected error {type(exc).__name__}: "
+                                          f"{redact_text(str(exc))}"])
 
 
 def error_outcome(release_id: str, run_id: str, message: str) -> RunOutcome:

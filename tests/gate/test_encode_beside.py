@@ -227,3 +227,45 @@ def test_a_diff_error_of_clean_data_is_the_run_s_error(example_files, tmp_path, 
     assert outcome.verdict == "ERROR"
     assert any("column 'region' of table 'released' cannot be read" in r
                for r in outcome.reasons), outcome.reasons
+
+
+def test_the_per_record_file_is_encoded_beside_the_report_and_its_error_is_the_run_s(
+        example_files, tmp_path, monkeypatch):
+    """per_record.parquet is encoded in a thread while the report renders (pyarrow writes
+    without the interpreter's lock): the file written holds the run's per-record frame, its
+    encoding ran outside the main thread, and the run waited for it before it returned; an
+    encoding that fails ends the run ERROR, its reason written, and no partial outputs."""
+    import threading
+
+    import pyarrow as pa
+
+    from riskcore.gate import run as gate_run
+
+    real = gate_run.parquet_bytes
+    threads: list[bool] = []
+
+    def encoding(frame: pd.DataFrame) -> bytes:
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(frame)
+
+    monkeypatch.setattr(gate_run, "parquet_bytes", encoding)
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"))
+    outcome = run_gate(load_gate(cfg), "run-per-record", steps=LocalSteps())
+    assert outcome.verdict != "ERROR" and threads == [False]
+    written = pd.read_parquet(Path(outcome.folder) / "per_record.parquet")
+    assert len(written) == 3000 and list(written["row"]) == list(range(3000))
+    assert "k_anonymity.fk" in written.columns
+
+    def failing(frame: pd.DataFrame) -> bytes:
+        raise pa.ArrowInvalid("cannot encode column 'k_anonymity.fk'")
+
+    monkeypatch.setattr(gate_run, "parquet_bytes", failing)
+    outcome = run_gate(load_gate(cfg), "run-per-record-fails", steps=LocalSteps())
+    assert outcome.verdict == "ERROR" and outcome.written
+    assert any("ArrowInvalid" in r and "cannot encode" in r for r in outcome.reasons), \
+        outcome.reasons
+    folder = Path(outcome.folder)
+    assert json.loads((folder / "decision.json").read_text())["verdict"] == "ERROR"
+    assert not (folder / "per_record.parquet").exists()
+    assert not (folder / "measures.json").exists()

@@ -269,16 +269,16 @@ class _Run:
 
     def outputs(self) -> dict[str, bytes]:
         """Every output file so far, those encoded beside waited for (their error raised)."""
-        while self.pending:
-            name, work = next(iter(self.pending.items()))
-            del self.pending[name]
-            self.files[name] = work.wait()
+        for name in list(self.pending):
+            self.files[name] = self.pending.pop(name).wait()
         return dict(self.files)
 
     def drop_outputs(self) -> None:
-        """A run that ended in an error keeps its checks' record alone."""
+        """A run that ended in an error keeps its checks' record alone (an output still being
+        encoded is waited for and dropped: no thread outlives the run)."""
+        for name in list(self.pending):
+            _discard(self.pending.pop(name).wait, name)
         self.files = {k: v for k, v in self.files.items() if k == "validation.json"}
-        self.pending.clear()
         self.measures, self.per_record, self.examples = [], None, None
 
     def timed(self, name: str, fn: Callable[[], Any], started: float | None = None) -> Any:

@@ -36,9 +36,13 @@ def write_config(folder: Path, example_files, policy: dict | None = None,
     return folder / "gate.yaml"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", autouse=True)
 def custodian(example_files, tmp_path_factory) -> Path:
-    return write_config(tmp_path_factory.mktemp("custodian"), example_files)
+    """The custodian's config, every test's default for verify (:data:`CUSTODIAN`), whatever
+    test runs first or alone."""
+    path = write_config(tmp_path_factory.mktemp("custodian"), example_files)
+    CUSTODIAN[:] = [path]
+    return path
 
 
 def _verify(capsys, released: Path, decision: Path, public: Path,
@@ -51,7 +55,7 @@ def _verify(capsys, released: Path, decision: Path, public: Path,
     return code, captured.out + captured.err
 
 
-#: the module's custodian config (set by the approved fixture)
+#: the module's custodian config (set by the custodian fixture)
 CUSTODIAN: list[Path] = []
 
 
@@ -67,7 +71,6 @@ def keys(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def approved(keys, custodian) -> Path:
     """A signed APPROVED decision of a real gate run under the custodian's config file."""
-    CUSTODIAN[:] = [custodian]
     signer = Signer.from_pem((keys / KEY_FILE).read_bytes(), "test key")
     outcome = run_gate(load_gate(custodian), "run-signed", steps=LocalSteps(), signer=signer)
     assert outcome.verdict == "APPROVED", outcome.reasons

@@ -31,7 +31,14 @@ from riskcore.identifiers.names import name_lists, place_names
 from riskcore.identifiers.text import FORMAT, HIDING
 
 N = 3000
+#: every test's draws; reseeded before each test (:func:`_seeded`), so that a test's values
+#: are the same whichever tests ran before it in its process
 R = random.Random(54)
+
+
+@pytest.fixture(autouse=True)
+def _seeded() -> None:
+    R.seed(54)
 
 
 def digits(k: int) -> str:
@@ -67,6 +74,16 @@ def card(sep: str) -> str:
     return sep.join(number[i:i + 4] for i in range(0, 16, 4))
 
 
+def phone_of(region: str) -> Callable[[str], bool]:
+    """phonenumbers' validity in ``region`` (the library the scan uses): a real column's
+    numbers are all in service, where random subscriber digits miss one time in forty (a
+    French "04 05 ..." is in no plan), near the threshold the scan asks of numbers written
+    as the region writes them."""
+    import phonenumbers
+
+    return lambda v: phonenumbers.is_valid_number(phonenumbers.parse(v, region))
+
+
 def us_phone() -> str:
     """A US number with an area code in service and an exchange of 2-9 (never 555)."""
     area = R.choice(["212", "415", "312", "617", "202", "305", "713", "206", "404", "503"])
@@ -89,10 +106,11 @@ FOREIGN = {  # issue 54's nine columns: name -> (values, the kind and region fou
     "sin": (lambda: [stdnum.ca.sin.format(v) for v in valid(lambda: digits(9),
                                                            stdnum.ca.sin.is_valid)],
             ("ca.sin", None)),
-    "telefon": (lambda: ["0" + R.choice(["30", "40", "89", "711", "221", "69"]) + " "
-                         + digits(R.randint(6, 8)) for _ in range(N)], ("phone", "DE")),
-    "telephone": (lambda: ["0" + R.choice("12345") + " " + " ".join(digits(2) for _ in range(4))
-                           for _ in range(N)], ("phone", "FR")),
+    "telefon": (lambda: valid(lambda: "0" + R.choice(["30", "40", "89", "711", "221", "69"])
+                              + " " + digits(R.randint(6, 8)), phone_of("DE")), ("phone", "DE")),
+    "telephone": (lambda: valid(lambda: "0" + R.choice("12345") + " "
+                                + " ".join(digits(2) for _ in range(4)), phone_of("FR")),
+                  ("phone", "FR")),
 }
 
 

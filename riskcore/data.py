@@ -8,7 +8,9 @@ identification) are encoded *jointly*, so that equal values get equal codes acro
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,18 +43,68 @@ CODE_PATTERN = f"^{_SPACE}(?:[-+]?0[0-9]|[+]|-?[0-9]{{16,}}{_SPACE}$)"
 _CODE = re.compile(CODE_PATTERN)
 
 
+#: within :func:`factorized_once`: each column's :func:`distinct` and used codes, by the
+#: memory its values occupy (the arrays held, so that memory is not reused while it lives)
+_ONCE: ContextVar[dict[tuple[Any, ...], list[Any]] | None] = ContextVar("factorized_once",
+                                                                        default=None)
+
+
+@contextmanager
+def factorized_once() -> Iterator[None]:
+    """Within it, a column that is not a Categorical is factorized once, however many readers
+    ask (the release's diff reads a typed column's distinct values for its markers, its
+    reading and its domain: at 1M rows a household number's hash pass took 25 ms each time).
+    The columns must not change inside it (the diff only reads them). Nested: the outer one's."""
+    if _ONCE.get() is not None:
+        yield
+        return
+    token = _ONCE.set({})
+    try:
+        yield
+    finally:
+        _ONCE.reset(token)
+
+
+def _once_entry(series: pd.Series) -> list[Any] | None:
+    """The memo's entry of a column (created empty), or None outside :func:`factorized_once`:
+    keyed by its values' array (an Arrow or masked array is held by the frame, the same object
+    each time the column is taken; numpy values are a new view each time, keyed by their
+    memory)."""
+    memo = _ONCE.get()
+    if memo is None:
+        return None
+    values = series.array
+    if isinstance(values, pd.arrays.NumpyExtensionArray):
+        arr = np.asarray(values)
+        key: tuple[Any, ...] = ("numpy", arr.__array_interface__["data"][0], arr.strides,
+                                arr.shape, arr.dtype.str)
+        held: Any = arr
+    else:
+        key, held = ("array", id(values)), values
+    entry = memo.get(key)
+    if entry is None:
+        entry = memo[key] = [held, None, None]
+    return entry
+
+
 def distinct(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """A column as codes (signed integers, ``-1`` = missing) into its distinct values.
 
     Per-value work (parsing numbers, regular expressions, mapping labels) then runs once per
     distinct value instead of once per row: a Categorical (what the loader makes of text) gives
     them for free, in its own narrow integer type (no copy), anything else is factorized once
-    (a hash pass in C).
+    (a hash pass in C; once in all within :func:`factorized_once`).
     """
     if isinstance(series.dtype, pd.CategoricalDtype):
         return np.asarray(series.array.codes), series.cat.categories
+    entry = _once_entry(series)
+    if entry is not None and entry[1] is not None:
+        return entry[1]  # type: ignore[no-any-return]
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    return np.asarray(codes, dtype=np.int64), pd.Index(uniques)
+    out = np.asarray(codes, dtype=np.int64), pd.Index(uniques)
+    if entry is not None:
+        entry[1] = out
+    return out
 
 
 def _take(values: np.ndarray, codes: np.ndarray, missing: object) -> np.ndarray:
@@ -104,7 +156,7 @@ def integer_labels(s: pd.Series) -> pd.Series:
     whose categories come in the values' first appearance, as :func:`map_distinct` of ``str``
     gives them; in bulk (Arrow writes the digits): distinct integers have distinct digits,
     so the distinct values need no second hash pass."""
-    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    codes, uniques = distinct(s)
     categories = pd.Index(pd.array(integer_digits(uniques), dtype="str"))
     return pd.Series(pd.Categorical.from_codes(
         np.asarray(codes), dtype=unique_categories(categories), validate=False), index=s.index)
@@ -233,8 +285,14 @@ def joint_text_codes(parts: Sequence[pd.Series]) -> tuple[np.ndarray, list[np.nd
 def used_values(series: pd.Series) -> pd.Index:
     """The distinct non-missing values that occur in a column, in the column's own type (a
     Categorical's unused categories left out)."""
+    entry = _once_entry(series)
+    if entry is not None and entry[2] is not None:
+        return entry[2]  # type: ignore[no-any-return]
     codes, uniques = distinct(series)
-    return uniques.take(used_codes(codes, len(uniques)))
+    used = uniques.take(used_codes(codes, len(uniques)))
+    if entry is not None:
+        entry[2] = used
+    return used
 
 
 def used_codes(codes: np.ndarray, size: int) -> np.ndarray:

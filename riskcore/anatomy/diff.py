@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..data import factorized_once
 from ..roles import ColumnType
 from ..stats import normal_sf
 from .domain import ColumnDomain, column_domain, label_map, learn_labels
@@ -378,6 +379,7 @@ def _kind(linked_share: float, full_n: int, n_o: int, evidence: list[str]) -> st
     return "synthetic"
 
 
+@factorized_once()  # its readers share each column's factorization
 def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame | None = None,
          *, types: Mapping[str, ColumnType] | None = None, markers: Sequence[str] = (),
          seed: int = 0, sample: int | None = None) -> ReleaseDiff:
@@ -476,9 +478,10 @@ def read_release(original: pd.DataFrame, released: pd.DataFrame,
     classes measure the linked rows alone). The gate's reading of a release, here or in the
     helper process (:mod:`riskcore.gate.gx_helper`)."""
     kwargs: dict[str, Any] = {"types": types, "markers": markers, "seed": seed}
-    release = diff(original, released, control, sample=sample, **kwargs)
-    if release.kind == "mixed" and release.sampled:
-        release = diff(original, released, control, **kwargs)
+    with factorized_once():
+        release = diff(original, released, control, sample=sample, **kwargs)
+        if release.kind == "mixed" and release.sampled:
+            release = diff(original, released, control, **kwargs)
     return release
 
 

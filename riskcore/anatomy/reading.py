@@ -219,11 +219,11 @@ def marker_candidates(series: pd.Series) -> tuple[str, ...]:
     """Tokens among a column's values that mean missing: every other value is a number (a
     numeric column with ``N`` or ``?`` in it), or a negative code in a column of non-negative
     numbers (``-9`` beside ages). Each distinct value is looked at once, as column arrays."""
+    if pd.api.types.is_float_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        return ()  # a float is written -9.0, never a marker token
     used = used_values(series)
     if len(used) == 0:
         return ()
-    if pd.api.types.is_float_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
-        return ()  # a float is written -9.0, never a marker token
     if pd.api.types.is_integer_dtype(series.dtype):
         numbers = np.asarray(used, dtype=np.int64)
         marked = np.isin(numbers, NEGATIVE_CODES)

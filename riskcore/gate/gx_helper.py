@@ -393,10 +393,11 @@ def _lighten() -> None:
 def _serve() -> None:
     """The helper's loop: requests on stdin, answers on the original stdout; anything Great
     Expectations prints goes to stderr, never into the answers."""
-    from riskcore.memory import keep_freed_memory
+    from riskcore.memory import keep_freed_memory, large_arrays_from_heap
     from riskcore.processes import exit_with_parent
 
     keep_freed_memory()  # as in the gate's process: the diff's arrays reuse freed memory
+    large_arrays_from_heap()  # ... its large ones too, without a fault per page each time
     exit_with_parent(int(os.environ.get("RISKGATE_HELPER_PARENT", "0")) or None)
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")

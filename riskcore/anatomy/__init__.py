@@ -7,8 +7,8 @@ prints it, and ``riskgate init``, the gate's validation record, ``composition`` 
 distance attacks read it.
 """
 
-from .diff import KIND_WORDS, ColumnDiff, ReleaseDiff, diff, read_release
+from .diff import KIND_WORDS, ColumnDiff, ReleaseDiff, diff, read_release, release_sample
 from .reading import ColumnReading, read_column, read_columns
 
 __all__ = ["KIND_WORDS", "ColumnDiff", "ColumnReading", "ReleaseDiff", "diff", "read_column",
-           "read_columns", "read_release"]
+           "read_columns", "read_release", "release_sample"]

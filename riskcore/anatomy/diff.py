@@ -382,7 +382,7 @@ def _kind(linked_share: float, full_n: int, n_o: int, evidence: list[str]) -> st
 @factorized_once()  # its readers share each column's factorization
 def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame | None = None,
          *, types: Mapping[str, ColumnType] | None = None, markers: Sequence[str] = (),
-         seed: int = 0, sample: int | None = None) -> ReleaseDiff:
+         seed: int = 0, sample: int | None = None, of_rows: int | None = None) -> ReleaseDiff:
     """The release read against its original (see the module doc).
 
     Args:
@@ -395,13 +395,15 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
         sample: link a seeded sample of this many released rows (the kind, the transforms and
             the readings need no more); the links then cover those rows alone
             (:attr:`ReleaseDiff.sampled`). Default: every row.
+        of_rows: ``released`` is already that sample (:func:`release_sample`) of a release
+            of this many rows (the gate sends the helper process the sample alone).
     """
-    full_n = len(released)
-    sampled = sample is not None and full_n > sample
-    if sampled:
-        rng = np.random.default_rng([seed, 0xD1F])
-        released = released.iloc[np.sort(rng.choice(full_n, int(sample or 0),
-                                                    replace=False))]
+    full_n = len(released) if of_rows is None else of_rows
+    sampled = full_n > len(released)
+    if not sampled:
+        taken = release_sample(released, sample, seed)
+        sampled = taken is not None
+        released = released if taken is None else taken
     n_o, n_r = len(original), len(released)
     shared = [str(c) for c in released.columns if c in original.columns]
     if control is not None:
@@ -469,18 +471,31 @@ def diff(original: pd.DataFrame, released: pd.DataFrame, control: pd.DataFrame |
                        label_maps={c: label_map(doms[c]) for c in learned})
 
 
+def release_sample(released: pd.DataFrame, sample: int | None, seed: int
+                   ) -> pd.DataFrame | None:
+    """The seeded sample of ``sample`` released rows that :func:`diff` links, in the
+    release's order; None when it would be every row."""
+    if sample is None or len(released) <= sample:
+        return None
+    rng = np.random.default_rng([seed, 0xD1F])
+    return released.iloc[np.sort(rng.choice(len(released), int(sample), replace=False))]
+
+
 def read_release(original: pd.DataFrame, released: pd.DataFrame,
                  control: pd.DataFrame | None = None, *,
                  types: Mapping[str, ColumnType] | None = None, markers: Sequence[str] = (),
-                 seed: int = 0, sample: int | None = None) -> ReleaseDiff:
+                 seed: int = 0, sample: int | None = None, of_rows: int | None = None
+                 ) -> ReleaseDiff:
     """:func:`diff` on a seeded sample of ``sample`` released rows, and for a mixed release
     again on every row: the gate needs each of its rows linked (the families of equivalence
     classes measure the linked rows alone). The gate's reading of a release, here or in the
-    helper process (:mod:`riskcore.gate.gx_helper`)."""
+    helper process (:mod:`riskcore.gate.gx_helper`). Given the sample alone (``of_rows``: see
+    :func:`diff`), a mixed release's reading stays the sample's: the caller, who holds every
+    row, asks again with them."""
     kwargs: dict[str, Any] = {"types": types, "markers": markers, "seed": seed}
     with factorized_once():
-        release = diff(original, released, control, sample=sample, **kwargs)
-        if release.kind == "mixed" and release.sampled:
+        release = diff(original, released, control, sample=sample, of_rows=of_rows, **kwargs)
+        if release.kind == "mixed" and release.sampled and of_rows is None:
             release = diff(original, released, control, **kwargs)
     return release
 

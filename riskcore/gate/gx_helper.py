@@ -10,9 +10,10 @@ The helper validates what :func:`riskcore.gate.cleanliness.validate_tables` give
 table's distinct values, a few MB at most) and answers with plain rows: the same function,
 :func:`riskcore.gate.gx_suites.run_suites_here`, runs in either process. Once it is ready
 (it says so when its start-up ends) it also reads the release against its original
-(:func:`riskcore.anatomy.read_release`, the measured columns sent as frames: 30 MB, 30 ms to
-pickle at a million rows), so that the diff's Python and NumPy run on the other core rather
-than under this process's lock beside the checks and the encoding. It lives as long as
+(:func:`riskcore.anatomy.read_release`: the original's measured columns and the sample of
+released rows the diff links sent as frames, 25 MB at a million rows), so that the diff's
+Python and NumPy run on the other core rather than under this process's lock beside the
+checks and the encoding. It lives as long as
 its parent: it ends when its stdin closes, which the kernel does when the parent exits however
 it exits. If it cannot be started, or dies, validation runs in this process instead (the
 same checks, only slower to start), with a warning in the log; an error of Great Expectations

@@ -184,6 +184,44 @@ def test_the_helper_reads_a_release_as_this_process_does() -> None:
     _same_reading(_read_release(gate, frames), there)
 
 
+def test_the_helper_is_sent_the_released_rows_the_diff_links(monkeypatch) -> None:
+    """The gate sends the helper the seeded sample of released rows the diff links, not every
+    row (at 1M rows half the bytes it was sent), and reads what this process reads from the
+    whole release; a mixed release is then sent whole, its every row linked."""
+    from riskcore.anatomy import read_release
+    from riskcore.gate import run
+    from tests.anatomy.test_diff import as_read
+    from tests.release_corpus import corpus
+
+    monkeypatch.setattr(run, "DIFF_ROWS", 800)
+    original, _, releases = corpus(n=1500)
+    helper = _ready_helper()
+    gate = _gate_for(original)
+    sent: list[tuple[int, int | None]] = []
+    real = type(helper).read_release
+
+    def counted(self, args, kwargs):  # type: ignore[no-untyped-def]
+        sent.append((len(args[1]), kwargs.get("of_rows")))
+        return real(self, args, kwargs)
+
+    monkeypatch.setattr(type(helper), "read_release", counted)
+    for name in ("kept-dropped", "mixed"):
+        released = next(r for r in releases if r.name == name).released
+        frames = {"original": as_read(original), "released": as_read(released),
+                  "control": None}
+        sent.clear()
+        there = run._read_release(gate, frames)
+        cols = list(gate.config.role_spec.measured_columns)
+        here = read_release(frames["original"][cols], frames["released"][cols],
+                            types={}, markers=(), seed=5, sample=800)
+        _same_reading(there, here)
+        if name == "mixed":
+            assert there.kind == "mixed" and not there.sampled
+            assert sent == [(800, len(released)), (len(released), None)]
+        else:
+            assert there.sampled and sent == [(800, len(released))]
+
+
 def _ready_helper() -> gx_helper.Helper:
     """A helper started and past its start-up (GX's import)."""
     gx_helper.start()

@@ -9,26 +9,30 @@ import sys
 
 import pytest
 
-#: in a fresh process: 2,000 blocks of 100 KB allocated from glibc's heap, then the heap's size
-PROBE = """
+#: glibc's allocator and its statistics (``mallinfo2``), for the probes below
+LIBC = """
 import ctypes, json, sys
-from riskcore.memory import keep_freed_memory
-kept = keep_freed_memory() if sys.argv[1] == "keep" else None
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype = ctypes.c_void_p
 class Info(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
                 "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 libc.mallinfo2.restype = Info
+"""
+#: in a fresh process: 2,000 blocks of 100 KB allocated from glibc's heap, then the heap's size
+PROBE = LIBC + """
+from riskcore.memory import keep_freed_memory
+kept = keep_freed_memory() if sys.argv[1] == "keep" else None
 blocks = [libc.malloc(100_000) for _ in range(2_000)]
 print(json.dumps({"kept": kept, "heap_mb": libc.mallinfo2().arena / 2**20}))
 """
 
 
-def _probe(mode: str, **env: str) -> dict:
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("MALLOC_TOP_PAD_", "GLIBC_TUNABLES")}
-    done = subprocess.run([sys.executable, "-c", PROBE, mode], env={**base, **env},
+def _probe(mode: str, script: str = PROBE, tuning: tuple[str, ...] = ("MALLOC_TOP_PAD_",),
+           **env: str) -> dict:
+    """``script`` run in a fresh process, without the user's ``tuning`` of glibc but ``env``."""
+    base = {k: v for k, v in os.environ.items() if k not in (*tuning, "GLIBC_TUNABLES")}
+    done = subprocess.run([sys.executable, "-c", script, mode], env={**base, **env},
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
@@ -53,16 +57,9 @@ def test_the_heap_grows_and_shrinks_by_a_quarter_gigabyte_unless_the_user_tuned_
 
 
 #: in a fresh process: a 40 MB block (a 5M-row column of int64), then how glibc holds it
-LARGE = """
-import ctypes, json, sys
+LARGE = LIBC + """
 from riskcore.memory import large_arrays_from_heap
 heap = large_arrays_from_heap() if sys.argv[1] == "heap" else None
-libc = ctypes.CDLL("libc.so.6")
-libc.malloc.restype = ctypes.c_void_p
-class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc.mallinfo2.restype = Info
 before = libc.mallinfo2()
 block = libc.malloc(40 << 20)
 after = libc.mallinfo2()
@@ -79,11 +76,7 @@ def test_the_helpers_large_arrays_come_from_the_heap_unless_the_user_tuned_it():
     outside: a 40 MB block is one more mapping of its own by default, 40 MB more heap with it. A
     user's own setting of the allocator is left alone."""
     def probe(mode: str, **env: str) -> dict:
-        base = {k: v for k, v in os.environ.items()
-                if k not in ("MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")}
-        done = subprocess.run([sys.executable, "-c", LARGE, mode], env={**base, **env},
-                              capture_output=True, text=True, check=True)
-        return json.loads(done.stdout)  # type: ignore[no-any-return]
+        return _probe(mode, LARGE, ("MALLOC_MMAP_THRESHOLD_",), **env)
 
     plain, heap = probe("plain"), probe("heap")
     assert plain["mapped"] == 1 and plain["heap_mb"] < 40, plain

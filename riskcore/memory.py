@@ -106,6 +106,29 @@ def large_arrays_from_heap() -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, HEAP_ARRAYS_BYTES))
 
 
+def prefault(nbytes: int) -> int:
+    """Have the heap hold ``nbytes`` (at most :data:`TOP_PAD_BYTES`, what it keeps free)
+    faulted in: one block allocated, written and freed, so that the next arrays take pages
+    already there. What the helper does while the gate's process prepares its tables
+    (:meth:`riskcore.gate.gx_helper.Helper.reserve`); with :func:`keep_freed_memory` and
+    :func:`large_arrays_from_heap` in force, else glibc gives the block back at once. The
+    bytes faulted in (0 where the C library is not glibc)."""
+    size = max(0, min(int(nbytes), TOP_PAD_BYTES))
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: nothing to keep
+        return 0
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    block = libc.malloc(size) if size else None
+    if not block:
+        return 0
+    ctypes.memset(block, 0, size)
+    libc.free(block)
+    return size
+
+
 def release_memory(collect: bool = False) -> None:
     """Return the free pages of Arrow's pool and of the C heap to the system (about a
     millisecond).

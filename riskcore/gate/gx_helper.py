@@ -137,6 +137,12 @@ class Helper:
         and the encoding of this process."""
         return self._ask(("diff", (tuple(args), kwargs)))[0]
 
+    def reserve(self, nbytes: int) -> None:
+        """Have the helper fault in ``nbytes`` of its heap for the diff that follows
+        (:func:`riskcore.memory.prefault`): it answers at once, then does it, before it reads
+        the next request."""
+        self._ask(("reserve", int(nbytes)))
+
     def start_families(self, names: Sequence[str]) -> None:
         """Have the helper set up the families ``names`` (their imports: scikit-learn's take
         1.2 s), in a thread of its own: it answers at once, and a family it runs waits for
@@ -429,6 +435,8 @@ def _serve() -> None:
                 starting.append(start_up(payload))
                 set_up.update(payload)
                 reply = ("ok", None)
+            elif kind == "reserve":  # after the answer: the parent goes on meanwhile
+                reply = ("ok", None)
             elif kind == "back":  # the gate it was lent to ended; its standby takes it back
                 from riskcore.memory import release_memory
 
@@ -448,6 +456,10 @@ def _serve() -> None:
         except Exception as exc:  # the parent raises it as its own (or does the work itself)
             reply = ("error", f"{type(exc).__name__}: {exc}")
         _send(answers, reply)
+        if kind == "reserve":
+            from riskcore.memory import prefault
+
+            prefault(payload)
 
 
 if __name__ == "__main__":

@@ -222,6 +222,30 @@ def test_the_helper_is_sent_the_released_rows_the_diff_links(monkeypatch) -> Non
             assert there.sampled and sent == [(800, len(released))]
 
 
+def test_the_helper_faults_in_the_diffs_memory_while_the_tables_are_prepared() -> None:
+    """Once the tables are loaded, the helper is asked to fault in the memory the diff will
+    take (200 bytes a row it reads), answers at once, and does it before the next request:
+    its resident memory grows by that much, and the diff that follows reads as before."""
+    from riskcore.gate import run
+
+    helper = _ready_helper()
+
+    def resident_mb() -> float:
+        with open(f"/proc/{helper.proc.pid}/status") as f:
+            line = next(x for x in f if x.startswith("VmRSS"))
+        return int(line.split()[1]) / 1024
+
+    n = 150_000  # the original's rows, and the released sample's 20,000
+    frames = {"original": pd.DataFrame({"x": np.arange(n)}),
+              "released": pd.DataFrame({"x": np.arange(n)}), "control": None}
+    before = resident_mb()
+    run._reserve_for_diff(frames)
+    helper.run_suites([])  # the next request: served once the memory is in
+    grown = resident_mb() - before
+    want = run.RESERVE_PER_ROW * (n + run.DIFF_ROWS) / 2**20
+    assert want * 0.9 <= grown <= want + 48, (grown, want)
+
+
 def _ready_helper() -> gx_helper.Helper:
     """A helper started and past its start-up (GX's import)."""
     gx_helper.start()

@@ -85,3 +85,29 @@ def test_the_helpers_large_arrays_come_from_the_heap_unless_the_user_tuned_it():
                 {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"}):
         theirs = probe("heap", **env)
         assert theirs["heap"] is False and theirs["mapped"] == 1, (env, theirs)
+
+
+#: in a fresh process set up as the helper is: 64 MB faulted in, then what the heap holds
+RESERVED = LIBC + """
+from riskcore.memory import keep_freed_memory, large_arrays_from_heap, prefault
+if sys.argv[1] == "helper":
+    keep_freed_memory(), large_arrays_from_heap()
+rss = lambda: int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1])
+before = rss()
+done = prefault(64 << 20)
+info = libc.mallinfo2()
+print(json.dumps({"done": done, "free_mb": info.fordblks / 2**20,
+                  "rss_mb": (rss() - before) / 1024}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_memory_faulted_in_for_the_diff_stays_in_the_helpers_heap():
+    """What the helper faults in while the gate's process prepares its tables stays in its
+    heap, resident and free for the diff's arrays; in a process with glibc's defaults it
+    is given back at once (so the helper's settings are what make it hold)."""
+    helper = _probe("helper", RESERVED, ("MALLOC_TOP_PAD_", "MALLOC_MMAP_THRESHOLD_"))
+    assert helper["done"] == 64 << 20
+    assert helper["free_mb"] >= 64 and helper["rss_mb"] >= 60, helper
+    plain = _probe("plain", RESERVED, ("MALLOC_TOP_PAD_", "MALLOC_MMAP_THRESHOLD_"))
+    assert plain["free_mb"] < 8 and plain["rss_mb"] < 8, plain

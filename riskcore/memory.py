@@ -43,6 +43,31 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return fn  # type: ignore[no-any-return]
 
 
+@functools.cache
+def _glibc() -> ctypes.CDLL | None:
+    """glibc, its ``mallopt``, ``malloc`` and ``free`` typed; None where the C library is
+    another (musl, macOS)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        libc.mallopt.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        return None
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    return libc
+
+
+def _mallopt(param: int, value: int, variable: str) -> bool:
+    """glibc's ``mallopt(param, value)``, unless the user tuned that parameter (its
+    environment ``variable``) or any (``GLIBC_TUNABLES``): True when set."""
+    if variable in os.environ or "GLIBC_TUNABLES" in os.environ:
+        return False
+    libc = _glibc()
+    return libc is not None and bool(libc.mallopt(param, value))
+
+
 #: glibc's ``mallopt`` parameter for the free memory the heap keeps at its top (``M_TOP_PAD``)
 M_TOP_PAD = -2
 #: what the gate's processes keep: about what a million-row step frees between its arrays
@@ -62,15 +87,7 @@ def keep_freed_memory() -> bool:
     0.55-0.91 s, 0.26-0.34 s with it); a whole 1M-row equivalence gate's data work
     3.1-4.0 s -> 2.6-3.4 s, for 20-50 MB more peak RSS. :func:`release_memory` still
     returns it all between steps (``malloc_trim`` ignores the pad)."""
-    if "MALLOC_TOP_PAD_" in os.environ or "GLIBC_TUNABLES" in os.environ:
-        return False
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_TOP_PAD, TOP_PAD_BYTES))
+    return _mallopt(M_TOP_PAD, TOP_PAD_BYTES, "MALLOC_TOP_PAD_")
 
 
 #: glibc's ``mallopt`` parameter for the size from which a block is mapped on its own
@@ -79,6 +96,7 @@ M_MMAP_THRESHOLD = -3
 HEAP_ARRAYS_BYTES = 1 << 30
 
 
+@functools.cache
 def large_arrays_from_heap() -> bool:
     """Have glibc serve blocks up to :data:`HEAP_ARRAYS_BYTES` from its heap rather than map
     each on its own (``mallopt(M_MMAP_THRESHOLD)``), unless the user tuned glibc's allocator:
@@ -95,15 +113,7 @@ def large_arrays_from_heap() -> bool:
     with it; the checks phase 1.23-1.41 s -> 1.08-1.23 s. Not in the gate's own process: there
     it gave no gain (the load reads into Arrow's pool, not glibc's) and 40 MB more peak RSS.
     :func:`release_memory` still returns the heap's free pages between gates."""
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ or "GLIBC_TUNABLES" in os.environ:
-        return False
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, HEAP_ARRAYS_BYTES))
+    return _mallopt(M_MMAP_THRESHOLD, HEAP_ARRAYS_BYTES, "MALLOC_MMAP_THRESHOLD_")
 
 
 def prefault(nbytes: int) -> int:
@@ -114,13 +124,9 @@ def prefault(nbytes: int) -> int:
     :func:`large_arrays_from_heap` in force, else glibc gives the block back at once. The
     bytes faulted in (0 where the C library is not glibc)."""
     size = max(0, min(int(nbytes), TOP_PAD_BYTES))
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc: nothing to keep
+    libc = _glibc()
+    if libc is None:  # not glibc: nothing to keep
         return 0
-    libc.malloc.restype = ctypes.c_void_p
-    libc.malloc.argtypes = [ctypes.c_size_t]
-    libc.free.argtypes = [ctypes.c_void_p]
     block = libc.malloc(size) if size else None
     if not block:
         return 0

@@ -651,8 +651,9 @@ def _read_release(gate: Gate, tables: Mapping[str, Any]) -> ReleaseDiff:
     sample = release_sample(released, DIFF_ROWS, cfg.seed)
     first = _read_once(gate, tables, (original, released if sample is None else sample,
                                       control), {**kwargs, "of_rows": len(released)})
-    if first.kind == "mixed" and first.sampled:
-        return _read_once(gate, tables, (original, released, control), kwargs)
+    if first.kind == "mixed" and first.sampled:  # the sample's reading is known: every row
+        return _read_once(gate, tables, (original, released, control),
+                          {**kwargs, "sample": None})
     return first
 
 

@@ -187,7 +187,8 @@ def test_the_helper_reads_a_release_as_this_process_does() -> None:
 def test_the_helper_is_sent_the_released_rows_the_diff_links(monkeypatch) -> None:
     """The gate sends the helper the seeded sample of released rows the diff links, not every
     row (at 1M rows half the bytes it was sent), and reads what this process reads from the
-    whole release; a mixed release is then sent whole, its every row linked."""
+    whole release; a mixed release is then sent whole, its every row linked (and its sample
+    not linked again)."""
     from riskcore.anatomy import read_release
     from riskcore.gate import run
     from tests.anatomy.test_diff import as_read
@@ -197,11 +198,11 @@ def test_the_helper_is_sent_the_released_rows_the_diff_links(monkeypatch) -> Non
     original, _, releases = corpus(n=1500)
     helper = _ready_helper()
     gate = _gate_for(original)
-    sent: list[tuple[int, int | None]] = []
+    sent: list[tuple[int, int | None, int | None]] = []
     real = type(helper).read_release
 
     def counted(self, args, kwargs):  # type: ignore[no-untyped-def]
-        sent.append((len(args[1]), kwargs.get("of_rows")))
+        sent.append((len(args[1]), kwargs.get("of_rows"), kwargs.get("sample")))
         return real(self, args, kwargs)
 
     monkeypatch.setattr(type(helper), "read_release", counted)
@@ -217,15 +218,16 @@ def test_the_helper_is_sent_the_released_rows_the_diff_links(monkeypatch) -> Non
         _same_reading(there, here)
         if name == "mixed":
             assert there.kind == "mixed" and not there.sampled
-            assert sent == [(800, len(released)), (len(released), None)]
+            # the whole release read on every row, its sample not read again
+            assert sent == [(800, len(released), 800), (len(released), None, None)]
         else:
-            assert there.sampled and sent == [(800, len(released))]
+            assert there.sampled and sent == [(800, len(released), 800)]
 
 
 def test_the_helper_faults_in_the_diffs_memory_while_the_tables_are_prepared() -> None:
     """Once the tables are loaded, the helper is asked to fault in the memory the diff will
     take (200 bytes a row it reads), answers at once, and does it before the next request:
-    its resident memory grows by that much, and the diff that follows reads as before."""
+    its resident memory grows by that much, and the next request is served."""
     from riskcore.gate import run
 
     helper = _ready_helper()

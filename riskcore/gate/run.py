@@ -29,7 +29,7 @@ from ..anatomy import read_release as read_here
 from ..errors import ConfigError, InputError, RiskgateError
 from ..measures import BY_NAME, MeasureInputs, StartUp, start_up
 from ..measures.family import Params
-from ..memory import keep_freed_memory, release_memory
+from ..memory import keep_freed_memory, release_memory, spare_the_collector
 from ..processes import Terminated
 from ..redact import redact, redact_text
 from ..report.riskiest import example_records
@@ -371,6 +371,7 @@ def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
             unsigned (``signed: false``). A signer that refuses makes the verdict ERROR.
     """
     keep_freed_memory()  # within a step, freed arrays serve the next ones (:mod:`..memory`)
+    spare_the_collector()  # what is loaded is never garbage (:mod:`..memory`)
     run = _Run(gate, run_id, dict(options or {}), steps or LocalSteps(), dict(context or {}),
                checksums=dict(checksums or {}), timings=dict(timings or {}), signer=signer)
     try:

@@ -54,7 +54,9 @@ def factorized_once() -> Iterator[None]:
     """Within it, a column that is not a Categorical is factorized once, however many readers
     ask (the release's diff reads a typed column's distinct values for its markers, its
     reading and its domain: at 1M rows a household number's hash pass took 25 ms each time).
-    The columns must not change inside it (the diff only reads them). Nested: the outer one's."""
+    No column may change in place inside it: the diff only reads them, and the gate's
+    preparation, checks and encoding (which it spans too) make a new column for any they
+    change. Nested: the outer one's."""
     if _ONCE.get() is not None:
         yield
         return

@@ -26,6 +26,7 @@ import pandas as pd
 from .. import progress
 from ..anatomy import ReleaseDiff, release_sample
 from ..anatomy import read_release as read_here
+from ..data import factorized_once
 from ..errors import ConfigError, InputError, RiskgateError
 from ..measures import BY_NAME, MeasureInputs, StartUp, start_up
 from ..measures.family import Params
@@ -417,35 +418,39 @@ def _sequence(run: _Run) -> Decision:
     refusal = refuse_unintended(infos)
     if refusal:
         return fixed_decision(Verdict.REJECTED, [refusal])
-    prepared: Prepared | None = None
-    if all(isinstance(df, pd.DataFrame) for df in frames.values()):  # not partitions
-        frames, prepared = run.timed("prepare", lambda: prepare_tables(gate.config, frames,
-                                                                       infos))
-    # the encoding starts beside the checks when the steps can run both at once (its result
-    # is used only if the checks pass; 0.25-0.35 s of a 1M-row gate's data work), and so does
-    # the release's reading against its original (the diff: 2-3 s at 1M rows, on a sample)
-    since = time.perf_counter()
-    start_encode = getattr(steps, "start_encode", None)
-    encoding: Callable[[bool], MeasureInputs] | None = (
-        start_encode(gate, frames) if start_encode is not None else None)
-    _MEASURES_HERE.set(getattr(steps, "measures_here", True))  # for the diff's thread
-    diffing = Beside(partial(read_release, gate, frames), name="riskgate-diff")
-    report = _validate(run, frames, prepared, encoding, diffing, since)
-    if not report.success:
-        # unclean data is never measured, whatever its encoding gave
-        _discard(None if encoding is None else partial(encoding, False), "encoding")
-        if run.record_flags:
-            run.per_record = per_record_frame({}, len(run.record_flags["identifier"]),
-                                              run.record_flags)
-            run.files["per_record.parquet"] = parquet_bytes(run.per_record)
-        return fixed_decision(Verdict.REJECTED, ["data not clean: " + line
-                                                 for line in report.summary_lines()])
-    if getattr(steps, "measures_here", True):
-        _start_helper_families(gate, frames)
-    if encoding is not None:
-        inputs = run.timed("encode", partial(encoding, True), started=since)
-    else:
-        inputs = run.timed("encode", lambda: steps.encode(gate, frames))
+    # each column's distinct values found once for the preparation, the checks and the
+    # encoding (:func:`riskcore.data.factorized_once`; the threads beside share it): at 1M
+    # rows the preparation 0.21-0.24 -> 0.16-0.19 s, for 20-30 MB more peak RSS
+    with factorized_once():
+        prepared: Prepared | None = None
+        if all(isinstance(df, pd.DataFrame) for df in frames.values()):  # not partitions
+            frames, prepared = run.timed("prepare", lambda: prepare_tables(gate.config, frames,
+                                                                           infos))
+        # the encoding starts beside the checks when the steps can run both at once (its result
+        # is used only if the checks pass; 0.25-0.35 s of a 1M-row gate's data work), and so does
+        # the release's reading against its original (the diff: 2-3 s at 1M rows, on a sample)
+        since = time.perf_counter()
+        start_encode = getattr(steps, "start_encode", None)
+        encoding: Callable[[bool], MeasureInputs] | None = (
+            start_encode(gate, frames) if start_encode is not None else None)
+        _MEASURES_HERE.set(getattr(steps, "measures_here", True))  # for the diff's thread
+        diffing = Beside(partial(read_release, gate, frames), name="riskgate-diff")
+        report = _validate(run, frames, prepared, encoding, diffing, since)
+        if not report.success:
+            # unclean data is never measured, whatever its encoding gave
+            _discard(None if encoding is None else partial(encoding, False), "encoding")
+            if run.record_flags:
+                run.per_record = per_record_frame({}, len(run.record_flags["identifier"]),
+                                                  run.record_flags)
+                run.files["per_record.parquet"] = parquet_bytes(run.per_record)
+            return fixed_decision(Verdict.REJECTED, ["data not clean: " + line
+                                                     for line in report.summary_lines()])
+        if getattr(steps, "measures_here", True):
+            _start_helper_families(gate, frames)
+        if encoding is not None:
+            inputs = run.timed("encode", partial(encoding, True), started=since)
+        else:
+            inputs = run.timed("encode", lambda: steps.encode(gate, frames))
     # a Prefect flow keeps the load tasks' results (the frames) in reference cycles that
     # only a full collection frees: worth its quarter second when the tables are large
     large = sum(int(df.memory_usage(index=False).sum()) for df in frames.values()

@@ -269,3 +269,30 @@ def test_the_per_record_file_is_encoded_beside_the_report_and_its_error_is_the_r
     assert json.loads((folder / "decision.json").read_text())["verdict"] == "ERROR"
     assert not (folder / "per_record.parquet").exists()
     assert not (folder / "measures.json").exists()
+
+
+def test_the_preparation_checks_and_encoding_share_one_memo_of_distinct_values(
+        example_files, tmp_path, monkeypatch):
+    """Each column's distinct values are found once for the preparation, the checks and the
+    encoding (riskcore.data.factorized_once around the three), not once per step."""
+    import riskcore.data as data
+    import riskcore.gate.run as run
+
+    seen: dict[str, int | None] = {}
+
+    def watched(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def step(*args: Any, **kwargs: Any) -> Any:
+            memo = data._ONCE.get()
+            seen[name] = None if memo is None else id(memo)
+            return real(*args, **kwargs)
+        return step
+
+    for name in ("prepare_tables", "validate_tables", "encode_measured"):
+        monkeypatch.setattr(run, name, watched(name, getattr(run, name)))
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"))
+    outcome = run_gate(load_gate(cfg), "run-memo", steps=LocalSteps())
+    assert outcome.verdict != "ERROR", outcome.reasons
+    assert set(seen) == {"prepare_tables", "validate_tables", "encode_measured"}
+    assert None not in seen.values() and len(set(seen.values())) == 1
+    assert data._ONCE.get() is None  # the memo ends with the encoding

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import InputError, StorageError
@@ -20,18 +21,22 @@ from .trigger import RELEASE_ID_PATTERN
 MAX_DOCUMENT = 64 << 20
 
 
-def _decisions(release_id: str, output_url: str, options: Mapping[str, Any]
-               ) -> tuple[Any, str, list[str]]:
+def _decisions(release_id: str, output_url: str, options: Mapping[str, Any],
+               detail: bool = False) -> tuple[Any, str, Any]:
+    """The store, the release's folder and its runs' ``decision.json`` keys (with
+    ``detail``: each key's listing entry)."""
     if not re.match(RELEASE_ID_PATTERN, release_id):
         raise InputError(f"release id '{release_id[:80]}' is not a valid release id")
     folder = join_url(output_url, release_id)
     fs, path = filesystem(folder, dict(options))
     try:
-        found = fs.glob(f"{path.rstrip('/')}/*/decision.json") if fs.exists(path) else []
+        if not fs.exists(path):
+            return fs, folder, {} if detail else []
+        found = fs.glob(f"{path.rstrip('/')}/*/decision.json", detail=detail)
     except Exception as exc:
         raise StorageError(f"cannot list '{redact_text(folder)}': "
                            f"{redact_text(str(exc))[:200]}") from None
-    return fs, folder, list(found)
+    return fs, folder, dict(found) if detail else list(found)
 
 
 def _read(fs: Any, key: str) -> dict[str, Any] | None:
@@ -113,19 +118,62 @@ def runs_of(release_id: str, output_url: str, options: Mapping[str, Any],
 def earlier_figures(release_id: str, output_url: str, options: Mapping[str, Any], *,
                     exclude: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
     """The newest ``limit`` earlier runs (not ``exclude``) with their figures per measure:
-    ``{"run_id", "finished_at", "verdict", "figures": {measure: {figure: value}}}``."""
-    fs, _, _ = _decisions(release_id, output_url, options)
-    out = []
-    for run in runs_of(release_id, output_url, options):
-        if run["run_id"] == exclude:
+    ``{"run_id", "finished_at", "verdict", "figures": {measure: {figure: value}}}``, newest
+    first.
+
+    Read newest first by the time the store wrote each ``decision.json`` (the listing's own,
+    one request), and only until ``limit`` are found: a release gated every night for a
+    year has 365 runs, and reading each one's decision to sort them by the time it claims
+    took a request each (on object storage, tens of milliseconds) on every later run's path.
+    A store whose listing gives no times is read whole, as :func:`runs_of` does."""
+    fs, _, found = _decisions(release_id, output_url, options, detail=True)
+    times = {key: _stored_at(info) for key, info in found.items()}
+    if any(t is None for t in times.values()):
+        keys = [r["_key"] for r in runs_of(release_id, output_url, options)]
+    else:
+        keys = sorted(found, key=lambda k: (times[k], k), reverse=True)
+    out: list[dict[str, Any]] = []
+    last: float | None = None
+    for key in keys:
+        run_id = key.rsplit("/", 2)[-2]
+        if run_id == exclude:
             continue
-        doc = _read(fs, run["_key"].rsplit("/", 1)[0] + "/measures.json")
-        if doc is None:
+        stored = times.get(key)
+        if len(out) >= limit and (stored is None or stored != last):
+            break  # runs the store wrote in the same second as the last one read are read too
+        last = stored
+        decision = _read(fs, key)
+        doc = _read(fs, key.rsplit("/", 1)[0] + "/measures.json")
+        if decision is None or doc is None:
             continue
         figures = {str(m.get("measure")): dict(m.get("figures") or {})
                    for m in doc.get("measures") or [] if isinstance(m, dict)}
-        out.append({"run_id": run["run_id"], "finished_at": run["finished_at"],
-                    "verdict": run["verdict"], "figures": figures})
-        if len(out) >= limit:
-            break
-    return out
+        out.append({"run_id": run_id, "finished_at": decision.get("finished_at"),
+                    "verdict": decision.get("verdict"), "figures": figures})
+    out.sort(key=lambda r: str(r["finished_at"] or ""), reverse=True)
+    return out[:limit]
+
+
+#: where a filesystem's listing says when it wrote a file (local and in-memory: ``mtime`` or
+#: ``created``; S3 ``LastModified``; Azure ``last_modified``; Google Cloud ``updated``)
+_STORED_AT = ("mtime", "LastModified", "last_modified", "updated", "created")
+
+
+def _stored_at(info: Any) -> float | None:
+    """A listing entry's write time, in seconds since the epoch; None when it gives none."""
+    if not isinstance(info, Mapping):
+        return None
+    for name in _STORED_AT:
+        value = info.get(name)
+        if isinstance(value, datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=UTC)
+            return value.timestamp()
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return None

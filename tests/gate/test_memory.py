@@ -128,9 +128,10 @@ if mode == "off":
 if mode == "theirs":
     gc.set_threshold(50_000, 10, 10)
 from riskcore.memory import spare_the_collector
+tracked = len(gc.get_objects())
 done = spare_the_collector()
-print(json.dumps({"done": done, "frozen": gc.get_freeze_count(), "young": gc.get_threshold()[0],
-                  "on": gc.isenabled()}))
+print(json.dumps({"done": done, "frozen": gc.get_freeze_count(), "tracked": tracked,
+                  "young": gc.get_threshold()[0], "on": gc.isenabled()}))
 """
 
 
@@ -140,11 +141,13 @@ def test_what_a_gate_process_has_loaded_is_left_out_of_the_garbage_collector():
     allocations rather than 700. A program that turned the collector off, or set a higher
     threshold, keeps its choice."""
     ours = _probe("default", COLLECTOR)
-    assert ours["done"] is True and ours["frozen"] > 10_000 and ours["young"] == 20_000
+    assert ours["done"] is True and ours["young"] == 20_000
+    assert ours["frozen"] >= ours["tracked"] > 1_000  # every object tracked when it was called
     theirs = _probe("theirs", COLLECTOR)
     assert theirs["done"] is True and theirs["young"] == 50_000
     off = _probe("off", COLLECTOR)
-    assert off == {"done": False, "frozen": 0, "young": 700, "on": False}
+    assert off["frozen"] == 0 and off["young"] == 700
+    assert off["done"] is False and off["on"] is False
 
 
 def test_a_gate_spares_the_collector(example_files, tmp_path):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -228,3 +230,41 @@ def test_a_verdict_is_not_logged_as_a_crash():
     crash = record(RuntimeError("boom"))
     assert VerdictIsNotACrash().filter(crash) and crash.levelno == logging.ERROR
     assert crash.exc_info is not None
+
+
+def test_no_more_families_run_at_once_than_the_cores_allow(prefect_server, example_files,
+                                                            tmp_path, monkeypatch):
+    """The flow's task runner has four threads (the tables load at once), but the families
+    start one per core the process may use (here one, as a worker's $RISKGATE_THREADS says:
+    two at the least), the next as one ends; each family still runs, and in the config's
+    order in the results."""
+    import riskgate.tasks.measure as measure_tasks
+    from riskgate.flows.gate_steps import MEASURE_WORKERS, families_at_once
+    from riskgate.flows.release_gate import release_gate
+    from riskgate.flows.verdicts import outcome_of
+
+    monkeypatch.setenv("RISKGATE_THREADS", "1")
+    assert families_at_once() == 2 < MEASURE_WORKERS
+    lock, now, most, ran = threading.Lock(), [0], [0], []
+    real = measure_tasks.measure
+
+    def counted(name: str, *args: Any) -> Any:
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+            ran.append(name)
+        try:
+            time.sleep(0.3)  # long enough that four would overlap if they were let
+            return real(name, *args)
+        finally:
+            with lock:
+                now[0] -= 1
+
+    monkeypatch.setattr(measure_tasks, "measure", counted)
+    families = ["k_anonymity", "reid", "l_diversity", "t_closeness", "sdc", "suda"]
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), release_id="at-once",
+                      measures={name: {} for name in families})
+    outcome = outcome_of(release_gate(config=cfg, return_state=True))
+    assert outcome is not None and outcome["verdict"] != "ERROR", outcome
+    assert most[0] == 2 and sorted(ran) == sorted(families)

@@ -136,11 +136,11 @@ class PrefectSteps:
                  ) -> tuple[dict[str, MeasureResult], dict[str, str]]:
         # the longest start first, the next as one ends (:func:`families_at_once` at a time);
         # the results keep the config's order
-        waiting = longest_first(gate.measures)
+        waiting, at_once = longest_first(gate.measures), self.parallel_measures
         started: dict[str, Any] = {}
         running: list[Any] = []
         while waiting:
-            if len(running) >= self.parallel_measures:
+            if len(running) >= at_once:
                 ended = next(as_completed(running))
                 running = [f for f in running if f is not ended]
             name = waiting.pop(0)

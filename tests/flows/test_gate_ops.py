@@ -268,3 +268,5 @@ def test_no_more_families_run_at_once_than_the_cores_allow(prefect_server, examp
     outcome = outcome_of(release_gate(config=cfg, return_state=True))
     assert outcome is not None and outcome["verdict"] != "ERROR", outcome
     assert most[0] == 2 and sorted(ran) == sorted(families)
+    measured = json.loads((Path(outcome["folder"]) / "measures.json").read_text())["measures"]
+    assert [m["measure"] for m in measured] == families

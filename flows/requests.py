@@ -17,7 +17,7 @@ from riskcore.errors import ConfigError
 from riskcore.gate.trigger import TRIGGER_EVENT, payload_sha256
 from riskcore.signer import signer_from_environment
 
-from .pinned import nightly_config_url, pinned_config_url
+from .pinned import nightly_config_url, pinned_config_url, run_deployment_id
 
 #: seconds a triggered run waits for its event to be readable from the API's event store
 EVENT_READ_TIMEOUT_S = 60.0
@@ -131,9 +131,7 @@ def gate_signer() -> Any:
     """What signs the decision: the signer service ($RISKGATE_SIGNER_SOCKET), else (a run that
     is not a deployment's) the key file $RISKGATE_SIGNING_KEY names, else None (unsigned). A
     deployed run never reads a key file (:func:`riskcore.signer.signer_from_environment`)."""
-    from prefect.runtime import deployment
-
-    return signer_from_environment(deployed=bool(deployment.id))
+    return signer_from_environment(deployed=bool(run_deployment_id()))
 
 
 def nightly_config() -> str:

@@ -270,3 +270,29 @@ def test_no_more_families_run_at_once_than_the_cores_allow(prefect_server, examp
     assert most[0] == 2 and sorted(ran) == sorted(families)
     measured = json.loads((Path(outcome["folder"]) / "measures.json").read_text())["measures"]
     assert [m["measure"] for m in measured] == families
+
+
+def test_a_run_knows_its_deployment_from_its_context(prefect_server):
+    """Whether a run is a deployment's (a deployed run never reads a key file: riskcore.signer)
+    is read from the flow run in the run's context, as the API gives it: no deployment for a
+    run started here, its deployment's id for a run created from one; as Prefect's own
+    ``runtime.deployment.id``, which reads the flow run from the API again."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.flow_engine import run_flow
+    from prefect.runtime import deployment
+
+    from riskgate.flows.pinned import run_deployment_id
+
+    @flow(name="riskgate-deployment-probe")
+    def probe() -> tuple[str | None, str | None]:
+        return run_deployment_id(), deployment.id
+
+    assert probe() == (None, None)
+    with get_client(sync_client=True) as client:
+        flow_id = client.create_flow(probe)
+        dep_id = client.create_deployment(flow_id=flow_id, name="probe",
+                                          entrypoint="tests/flows/test_gate_ops.py:probe")
+        flow_run = client.create_flow_run_from_deployment(dep_id)
+    assert run_flow(probe, flow_run=flow_run) == (str(dep_id), str(dep_id))
+    assert run_deployment_id() is None  # outside a run

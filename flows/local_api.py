@@ -14,11 +14,13 @@ import ctypes
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 
 from riskcore.errors import RiskgateError
 from riskcore.processes import wait_or_kill
@@ -79,11 +81,11 @@ def check_api(url: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
 
     answer_s = float(PREFECT_API_REQUEST_TIMEOUT.value())
     patience = httpx.Timeout(answer_s, connect=timeout)
+    client = httpx.Client(timeout=patience, headers=auth_headers(), verify=api_tls())
 
     def get(path: str) -> httpx.Response:
         try:
-            return httpx.get(f"{url.rstrip('/')}/{path}", timeout=patience,
-                             headers=auth_headers())
+            return client.get(f"{url.rstrip('/')}/{path}")
         except httpx.ReadTimeout:
             raise ApiUnavailable(f"the Prefect API at {url} took the connection but did not "
                                  f"answer /{path} within {answer_s:g} s "
@@ -95,18 +97,46 @@ def check_api(url: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
                                  "unset PREFECT_API_URL to run with a private local server"
                                  ) from None
 
-    response = get("health")
-    denied = refused(response.status_code, url)
+    with client:
+        response = get("health")
+        denied = refused(response.status_code, url)
+        if denied is not None:
+            raise denied
+        if response.status_code != 200:
+            raise ApiUnavailable(f"the Prefect API at {url} answered {response.status_code} to "
+                                 "its health check; check the server")
+        # the health check needs no credentials (Prefect leaves it open for probes): one
+        # request that does, so that a missing or wrong auth string is this line, not a later
+        # failure
+        denied = refused(get("admin/version").status_code, url)
     if denied is not None:
         raise denied
-    if response.status_code != 200:
-        raise ApiUnavailable(f"the Prefect API at {url} answered {response.status_code} to its "
-                             "health check; check the server")
-    # the health check needs no credentials (Prefect leaves it open for probes): one request
-    # that does, so that a missing or wrong auth string is this line, not a later failure
-    denied = refused(get("admin/version").status_code, url)
-    if denied is not None:
-        raise denied
+
+
+def api_tls() -> ssl.SSLContext:
+    """The TLS trust Prefect's own client gives its API (``PREFECT_API_SSL_CERT_FILE``, else
+    certifi's roots; none checked with ``PREFECT_API_TLS_INSECURE_SKIP_VERIFY``), so that the
+    health check judges an https API as the gate's requests will. Built once a process (a
+    standby builds it before it forks): loading a system's roots took 25 ms a request."""
+    from prefect.settings import (
+        PREFECT_API_SSL_CERT_FILE,
+        PREFECT_API_TLS_INSECURE_SKIP_VERIFY,
+    )
+
+    return _tls(bool(PREFECT_API_TLS_INSECURE_SKIP_VERIFY.value()),
+                PREFECT_API_SSL_CERT_FILE.value() or None)
+
+
+@cache
+def _tls(skip_verify: bool, cert_file: str | None) -> ssl.SSLContext:
+    if skip_verify:  # the user's choice for Prefect's client: the same here
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+    import certifi
+
+    return ssl.create_default_context(cafile=cert_file or certifi.where())
 
 
 def _free_port() -> int:

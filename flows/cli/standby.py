@@ -34,7 +34,7 @@ LATER = ("prefect.engine", "prefect.flow_engine", "prefect.task_engine",
 def warm() -> None:
     """What a gate run imports: the gate command, its flow, what they import once the flow
     runs (:data:`LATER`), the identifier scan's validators and every region's telephone
-    metadata, and the package versions a decision records."""
+    metadata, the package versions a decision records, and the API's TLS trust."""
     import importlib
 
     import phonenumbers
@@ -54,6 +54,7 @@ def warm() -> None:
     for region in sorted(phonenumbers.SUPPORTED_REGIONS):
         phonenumbers.PhoneMetadata.metadata_for_region(region)
     versions()
+    local_api.api_tls()
 
 
 def run(args: argparse.Namespace) -> int:

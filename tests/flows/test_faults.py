@@ -229,12 +229,24 @@ def test_the_servers_messages_go_to_a_file_never_to_an_unread_pipe(prefect_serve
 
 class _SlowApi:
     """A real HTTP server on 127.0.0.1 that takes each connection at once and answers Prefect's
-    health and version paths after ``delay`` seconds (a live server under load)."""
+    health and version paths after ``delay`` seconds (a live server under load); with
+    ``tls``, an HTTPS one with that certificate and key (PEM files). It counts the
+    connections it took."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, tls: tuple[Path, Path] | None = None) -> None:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+        api = self
+
+        class Server(ThreadingHTTPServer):
+            def get_request(self) -> Any:
+                got = super().get_request()
+                api.connections += 1
+                return got
+
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # the connection stays open between requests
+
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 time.sleep(delay)
                 body = b"true" if self.path.endswith("/health") else b'"3.8.8"'
@@ -247,9 +259,18 @@ class _SlowApi:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.connections = 0
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api"
+        scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/api"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -280,6 +301,70 @@ def test_a_slow_but_live_api_is_waited_for_and_a_silent_one_is_one_line():
         check_api("http://127.0.0.1:9/api")
     assert "is unreachable (ConnectError)" in str(nobody.value)
     assert time.monotonic() - t0 < 5
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key (an API behind a private CA), and
+    that key: PEM files in ``folder``."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "riskgate test API")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "api.pem", folder / "api.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+def test_the_api_check_trusts_what_prefects_client_trusts_over_one_connection(tmp_path):
+    """An https API behind a private CA: the API check refuses it as Prefect's own client
+    does until PREFECT_API_SSL_CERT_FILE names that CA, then both accept it; the check asks
+    its two questions over one connection (a client per request built the TLS trust again:
+    25 ms each on every gate's path)."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_SSL_CERT_FILE, PREFECT_API_URL, temporary_settings
+
+    from riskgate.flows.local_api import ApiUnavailable, check_api
+
+    cert, key = _self_signed(tmp_path)
+    api = _SlowApi(delay=0.0, tls=(cert, key))
+
+    def prefect_says(trusted: bool) -> Exception | None:
+        settings: dict[Any, Any] = {PREFECT_API_URL: api.url}
+        if trusted:
+            settings[PREFECT_API_SSL_CERT_FILE] = str(cert)
+        with temporary_settings(settings), get_client(sync_client=True) as client:
+            return client.api_healthcheck()  # type: ignore[no-any-return]
+
+    try:
+        with pytest.raises(ApiUnavailable) as untrusted:
+            check_api(api.url)
+        assert "is unreachable (ConnectError)" in str(untrusted.value)
+        assert prefect_says(trusted=False) is not None
+        with temporary_settings({PREFECT_API_SSL_CERT_FILE: str(cert)}):
+            before = api.connections
+            check_api(api.url)
+            assert api.connections - before == 1
+        assert prefect_says(trusted=True) is None
+    finally:
+        api.close()
 
 
 class _CountingProxy:

@@ -47,8 +47,16 @@ def per_record_frame(results: Mapping[str, MeasureResult], n: int,
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
+    """``frame`` as Parquet. Its ``row`` column of row numbers (the per-record files' key: 0,
+    1, 2, ...) is delta-encoded: dictionary-encoded as the other columns are, its million
+    distinct values filled the dictionary and were then written plain, 4.3 of a 1M-row
+    file's 15.5 MB and 0.04 of its 0.21 s to encode."""
     buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
+    options: dict[str, Any] = {}
+    if "row" in frame.columns and pd.api.types.is_integer_dtype(frame["row"].dtype):
+        options = {"use_dictionary": [str(c) for c in frame.columns if c != "row"],
+                   "column_encoding": {"row": "DELTA_BINARY_PACKED"}}
+    frame.to_parquet(buf, index=False, **options)
     return buf.getvalue()
 
 

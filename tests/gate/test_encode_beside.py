@@ -296,3 +296,32 @@ def test_the_preparation_checks_and_encoding_share_one_memo_of_distinct_values(
     assert set(seen) == {"prepare_tables", "validate_tables", "encode_measured"}
     assert None not in seen.values() and len(set(seen.values())) == 1
     assert data._ONCE.get() is None  # the memo ends with the encoding
+
+
+def test_the_per_record_row_numbers_are_delta_encoded_and_the_risks_keep_their_dictionaries():
+    """per_record.parquet's ``row`` column (0 .. n-1) is delta-encoded, the risks (a class's
+    value repeated on each of its records) keep their dictionaries: the file reads back the
+    same frame and is smaller than with the row numbers dictionary-encoded (at 1M rows a
+    dictionary filled and given up: 15.5 -> 11.3 MB)."""
+    import io
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from riskcore.gate.outputs import parquet_bytes
+
+    n = 200_000
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"row": np.arange(n, dtype=np.int64),
+                          "k_anonymity.fk": rng.integers(1, 400, n).astype(float),
+                          "copies.dcr": rng.random(n)})
+    data = parquet_bytes(frame)
+    assert pd.read_parquet(io.BytesIO(data)).equals(frame)
+    chunks = pq.ParquetFile(io.BytesIO(data)).metadata.row_group(0)
+    encodings = {chunks.column(i).path_in_schema: chunks.column(i) for i in range(3)}
+    assert "DELTA_BINARY_PACKED" in encodings["row"].encodings
+    assert not encodings["row"].has_dictionary_page
+    assert encodings["k_anonymity.fk"].has_dictionary_page
+    plain = io.BytesIO()
+    frame.to_parquet(plain, index=False)
+    assert len(data) < len(plain.getvalue()) - 4 * n // 2  # the row numbers' 1.6 MB, mostly

@@ -257,6 +257,8 @@ class _Run:
     release: ReleaseDiff | None = None
     #: outputs still being encoded in a thread (:meth:`encode_beside`)
     pending: dict[str, Beside[bytes]] = field(default_factory=dict)
+    #: the release's earlier runs, read in a thread from the run's start (:meth:`history`)
+    earlier: Beside[list[dict[str, Any]]] | None = None
 
     @property
     def folder(self) -> str:
@@ -334,20 +336,31 @@ class _Run:
         return report_html(record, self.measures, self.validation, self.per_record,
                            self.gate.config.report.detail, self.examples, self.history())
 
-    def history(self) -> list[dict[str, Any]]:
-        """This release's earlier runs (for the R-U map) when utility is measured; a store
-        that cannot be read gives none (the map says how many it shows)."""
-        if not any(m.get("measure") == "utility" for m in self.measures):
-            return []
+    def read_earlier(self) -> None:
+        """Begin reading this release's earlier runs when utility is measured: in a thread
+        from the run's start, beside its work, rather than on its path once the figures are
+        known (the listing and the newest runs' documents: 0.1 s for 85 local runs, 2.7 s for
+        365 on a local S3 server)."""
+        if "utility" not in self.gate.measures:
+            return
         from .history import earlier_figures
 
         cfg = self.gate.config
+        self.earlier = Beside(partial(earlier_figures, cfg.release_id, cfg.output_url,
+                                      dict(self.options), exclude=self.run_id),
+                              name="riskgate-history")
+
+    def history(self) -> list[dict[str, Any]]:
+        """This release's earlier runs (for the R-U map) when utility was measured; a store
+        that cannot be read gives none (the map says how many it shows)."""
+        if self.earlier is None:
+            return []
         try:
-            return earlier_figures(cfg.release_id, cfg.output_url, self.options,
-                                   exclude=self.run_id)
+            runs = self.earlier.wait()
         except Exception:  # the map is an aid: never fail a run on it
             log.debug("earlier runs not read", exc_info=True)
             return []
+        return runs if any(m.get("measure") == "utility" for m in self.measures) else []
 
 
 def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,
@@ -410,6 +423,7 @@ def _sequence(run: _Run) -> Decision:
         run.starting = start_up(gate.measures)
     run.timed("check_outputs", lambda: check_output_location(gate.config.output_url,
                                                              run.options))
+    run.read_earlier()
     frames, infos = run.timed("load", lambda: steps.load(gate, run.options))
     _reserve_for_diff(frames)
     release_memory()  # what reading the files allocated and freed

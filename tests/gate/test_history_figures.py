@@ -74,3 +74,43 @@ def test_a_listing_without_times_is_read_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(history, "_stored_at", lambda info: None)
     newest = earlier_figures("r1", str(tmp_path), {}, limit=5)
     assert [r["figures"]["utility"]["u"] for r in newest] == [24, 23, 22, 21, 20]
+
+
+def test_a_gate_reads_its_earlier_runs_beside_its_work_and_maps_them(example_files, tmp_path,
+                                                                     monkeypatch):
+    """A gate that measures utility reads its release's earlier runs in a thread begun at its
+    start (not on its path once its figures are known), and its report's risk-utility map
+    shows them; a store that cannot be read there leaves the map without them, the run
+    unharmed."""
+    import threading
+
+    from riskcore.gate.config import load_gate
+    from riskcore.gate.run import LocalSteps, run_gate
+    from tests.conftest import gate_config
+
+    cfg = gate_config(str(example_files["original"]), str(example_files["released"]),
+                      str(tmp_path / "out"), release_id="mapped",
+                      measures={"reid": {"threshold": 0.1}, "utility": {}})
+    threads: list[str] = []
+    real = history.earlier_figures
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(history, "earlier_figures", noted)
+    first = run_gate(load_gate(cfg), "run-1", steps=LocalSteps())
+    second = run_gate(load_gate(cfg), "run-2", steps=LocalSteps())
+    assert threads == ["riskgate-history", "riskgate-history"]
+    assert first.verdict != "ERROR" and second.verdict != "ERROR", second.reasons
+    assert "and 0 earlier run(s)" in (Path(first.folder) / "report.html").read_text()
+    report = (Path(second.folder) / "report.html").read_text()
+    assert "and 1 earlier run(s)" in report and "run-1 (" in report
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("the store went away")
+
+    monkeypatch.setattr(history, "earlier_figures", broken)
+    third = run_gate(load_gate(cfg), "run-3", steps=LocalSteps())
+    assert third.verdict == second.verdict
+    assert "and 0 earlier run(s)" in (Path(third.folder) / "report.html").read_text()

@@ -35,7 +35,6 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from prefect import flow
 from prefect.exceptions import TerminationSignal
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import State
@@ -58,6 +57,7 @@ from .gate_steps import MEASURE_WORKERS, PrefectSteps, run_logger
 from .limits import GateSlot, ensure_defaults, take_trigger_rate
 from .names import LOST_MESSAGE
 from .pinned import ManifestRefused, check_deployed, read_manifest
+from .plain_flow import plain_flow
 from .requests import (
     ManifestRef,
     Request,
@@ -76,7 +76,7 @@ from .verdicts import final_state, label_run
 __all__ = ["deployed_gate", "lost_run_verdict", "release_gate"]
 
 
-@flow(name="riskgate-lost-run", log_prints=False, retries=0, validate_parameters=False)
+@plain_flow(name="riskgate-lost-run", log_prints=False, retries=0, validate_parameters=False)
 def lost_run_verdict(lost_run: str) -> str:
     """The rest of the ERROR verdict of a gate run lost with its worker.
 
@@ -109,7 +109,7 @@ def lost_run_verdict(lost_run: str) -> str:
     return "told"
 
 
-@flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
+@plain_flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
       task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
       on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
 def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
@@ -140,7 +140,7 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
     return _guarded(request, storage_options, dask_address)
 
 
-@flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
+@plain_flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
       task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
       on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
 def deployed_gate(trigger: TriggerRef | None = None, manifest: ManifestRef | None = None,

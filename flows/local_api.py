@@ -123,8 +123,13 @@ def api_tls() -> ssl.SSLContext:
         PREFECT_API_TLS_INSECURE_SKIP_VERIFY,
     )
 
-    return _tls(bool(PREFECT_API_TLS_INSECURE_SKIP_VERIFY.value()),
-                PREFECT_API_SSL_CERT_FILE.value() or None)
+    cert_file = PREFECT_API_SSL_CERT_FILE.value() or None
+    try:
+        return _tls(bool(PREFECT_API_TLS_INSECURE_SKIP_VERIFY.value()), cert_file)
+    except (OSError, ssl.SSLError) as exc:  # (ssl.SSLError is an OSError)
+        raise ApiUnavailable(f"PREFECT_API_SSL_CERT_FILE ({cert_file}) cannot be read as CA "
+                             f"certificates ({type(exc).__name__}: {exc}); name a PEM file "
+                             "of the certificates that sign the API's") from None
 
 
 @cache

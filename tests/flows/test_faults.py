@@ -363,6 +363,12 @@ def test_the_api_check_trusts_what_prefects_client_trusts_over_one_connection(tm
             check_api(api.url)
             assert api.connections - before == 1
         assert prefect_says(trusted=True) is None
+        with (temporary_settings({PREFECT_API_SSL_CERT_FILE: str(tmp_path / "none.pem")}),
+              pytest.raises(ApiUnavailable) as unreadable):
+            check_api(api.url)
+        assert str(unreadable.value).startswith(
+            f"PREFECT_API_SSL_CERT_FILE ({tmp_path / 'none.pem'}) cannot be read as CA "
+            "certificates (FileNotFoundError")
     finally:
         api.close()
 

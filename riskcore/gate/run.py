@@ -353,14 +353,14 @@ class _Run:
     def history(self) -> list[dict[str, Any]]:
         """This release's earlier runs (for the R-U map) when utility was measured; a store
         that cannot be read gives none (the map says how many it shows)."""
-        if self.earlier is None:
-            return []
+        if self.earlier is None or not any(m.get("measure") == "utility"
+                                           for m in self.measures):
+            return []  # (a run ended before its figures does not wait for the reading)
         try:
-            runs = self.earlier.wait()
+            return self.earlier.wait()
         except Exception:  # the map is an aid: never fail a run on it
             log.debug("earlier runs not read", exc_info=True)
             return []
-        return runs if any(m.get("measure") == "utility" for m in self.measures) else []
 
 
 def run_gate(gate: Gate, run_id: str, options: Mapping[str, Any] | None = None,

@@ -34,7 +34,8 @@ LATER = ("prefect.engine", "prefect.flow_engine", "prefect.task_engine",
 def warm() -> None:
     """What a gate run imports: the gate command, its flow, what they import once the flow
     runs (:data:`LATER`), the identifier scan's validators and every region's telephone
-    metadata, the package versions a decision records, and the API's TLS trust."""
+    metadata, the package versions a decision records, the API's TLS trust and Prefect's
+    deferred models."""
     import importlib
 
     import phonenumbers
@@ -55,6 +56,26 @@ def warm() -> None:
         phonenumbers.PhoneMetadata.metadata_for_region(region)
     versions()
     local_api.api_tls()
+    build_deferred_models()
+
+
+def build_deferred_models() -> None:
+    """Build the validators of Prefect's models that it defers to their first use (pydantic's
+    ``defer_build``: an import-time saving): here once, before the standby forks, rather than in
+    each gate process (at least twelve of them on a gate's main thread, 0.026 s; all 261 here,
+    0.18 s, once). A model whose references cannot be resolved is left as it is."""
+    import pydantic
+
+    todo = list(pydantic.BaseModel.__subclasses__())
+    while todo:
+        model = todo.pop()
+        todo.extend(model.__subclasses__())
+        if model.__module__.startswith("prefect.") and \
+                not getattr(model, "__pydantic_complete__", True):
+            try:
+                model.model_rebuild()
+            except Exception:  # (a generic base, a forward reference nothing defines)
+                pass
 
 
 def run(args: argparse.Namespace) -> int:

@@ -316,6 +316,24 @@ def test_the_fingerprint_compares_every_variable_but_the_shells_own():
         "GX_ANALYTICS_ENABLED"] == "True"  # what the user set wins
 
 
+def test_the_standby_builds_the_models_prefect_defers_before_it_forks():
+    """Prefect builds its API models' validators at their first use; the standby's warm-up
+    builds them (a fork then finds them built), among them those of a flow run's creation, an
+    artifact and a log line."""
+    probe = ("from riskgate.flows.cli.standby import build_deferred_models\n"
+             "import riskgate.flows.release_gate\n"
+             "from prefect.client.schemas.actions import ArtifactCreate, FlowRunCreate, "
+             "LogCreate\n"
+             "models = (ArtifactCreate, FlowRunCreate, LogCreate)\n"
+             "print([m.__pydantic_complete__ for m in models])\n"
+             "build_deferred_models()\n"
+             "print([m.__pydantic_complete__ for m in models])\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.stdout.split("\n")[:2] == ["[False, False, False]", "[True, True, True]"], \
+        done.stderr[-2000:]
+
+
 def test_an_unsafe_socket_path_is_named(tmp_path):
     assert "not an absolute path" in str(wire.unsafe_folder("s.sock"))
     assert "cannot be read" in str(wire.unsafe_folder(str(tmp_path / "none" / "s.sock")))

@@ -110,8 +110,8 @@ def lost_run_verdict(lost_run: str) -> str:
 
 
 @plain_flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
-      task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
-      on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
+            task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
+            on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
 def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
                  trigger: dict[str, Any] | None = None,
                  storage_options: dict[str, Any] | None = None,
@@ -141,8 +141,8 @@ def release_gate(config: Any = None, overrides: dict[str, Any] | None = None,
 
 
 @plain_flow(name="release-gate", log_prints=False, retries=0, validate_parameters=False,
-      task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
-      on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
+            task_runner=ThreadPoolTaskRunner(max_workers=MEASURE_WORKERS),  # type: ignore[arg-type]
+            on_crashed=[ended_without_verdict], on_cancellation=[ended_without_verdict])
 def deployed_gate(trigger: TriggerRef | None = None, manifest: ManifestRef | None = None,
                   config: None = None, overrides: None = None, policy: None = None,
                   storage_options: None = None, dask_address: None = None,
